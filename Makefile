@@ -1,0 +1,20 @@
+# The two commands of README.md. Each does all set-up (idempotent) first.
+.PHONY: matrix test bootstrap setup setup-all lock
+
+matrix: setup            ## set up and run the default compatibility matrix
+	.venv/bin/conformance run
+
+test: setup-all          ## set up and run the project's tests
+	.venv/bin/python -m pytest
+
+bootstrap:
+	bash scripts/bootstrap.sh
+
+setup: bootstrap
+	.venv/bin/conformance setup
+
+setup-all: bootstrap
+	.venv/bin/conformance setup --all
+
+lock:                    ## regenerate requirements.lock from pyproject.toml (needs uv)
+	uv pip compile pyproject.toml --extra dev --generate-hashes --python-version 3.11 -o requirements.lock

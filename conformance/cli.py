@@ -1,0 +1,62 @@
+"""The ``conformance`` command.
+
+Each subcommand lives in the module that owns its subject and exposes
+``register(subparsers)``; this module only wires them together and turns the
+suite's errors into exit codes:
+
+- 0: done (for ``run``: every verdict passed)
+- 1: an invariant was violated (``run``, ``reproduce``, ``report --check``)
+- 2: misuse or a suite error, explained on stderr in one line
+- 130: interrupted (every process the run started has been stopped)
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+from conformance import __version__
+from conformance.errors import SuiteError, UsageError
+
+#: Modules that provide subcommands, in help order.
+COMMAND_MODULES: tuple[str, ...] = (
+    "conformance.setup",
+    "conformance.members.command",
+    "conformance.protocol.command",
+    "conformance.scenarios.command",
+    "conformance.report.command",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="conformance",
+        description="Interoperability conformance suite for Kafka cooperative consumer groups (KIP-429).",
+    )
+    parser.add_argument("--version", action="version", version=f"conformance {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except UsageError as exc:
+        print(f"conformance: {exc}", file=sys.stderr)
+        return 2
+    except SuiteError as exc:
+        print(f"conformance: suite error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("conformance: interrupted; every process the run started has been stopped", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Members of the group: member specs and launching any harness from one."""

@@ -1,0 +1,92 @@
+"""The run directory: ``<runs>/<run-id>/``, the one place a run leaves its output.
+
+Layout (every writer and reader goes through :class:`RunDir`)::
+
+    manifest.json         seed, broker version, member specs, scenario, versions,
+                          the exact command to reproduce
+    members/<name>.jsonl  one history per member (conformance.history)
+    members/<name>.json   the harness config each member was started with
+    wire.jsonl            the wire tap's capture of every member's group APIs
+    nemesis.jsonl         every fault with its time
+    logs/                 broker, controller, toxiproxy and harness logs
+    tables/               Parquet tables written by the pipeline
+    summary.json          per scenario: verdicts, violations, metrics
+    report/               the HTML report
+
+A run that is interrupted still leaves the directory with whatever was
+written so far, and ``summary.json`` with partial verdicts where checks ran.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from conformance import config
+
+
+def new_run_id(label: str = "run") -> str:
+    """A sortable, unique id: ``20261121T031500Z-<label>-<pid>``."""
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{label}-{os.getpid()}"
+
+
+@dataclass(frozen=True)
+class RunDir:
+    path: Path
+
+    @classmethod
+    def create(cls, runs_dir: Path | None = None, label: str = "run") -> "RunDir":
+        root = Path(runs_dir or config.RUNS_DIR)
+        run = cls(root / new_run_id(label))
+        for sub in ("members", "logs"):
+            (run.path / sub).mkdir(parents=True, exist_ok=True)
+        return run
+
+    @property
+    def manifest(self) -> Path:
+        return self.path / "manifest.json"
+
+    @property
+    def members_dir(self) -> Path:
+        return self.path / "members"
+
+    def history(self, member: str) -> Path:
+        return self.members_dir / f"{member}.jsonl"
+
+    def harness_config(self, member: str) -> Path:
+        return self.members_dir / f"{member}.json"
+
+    @property
+    def wire(self) -> Path:
+        return self.path / "wire.jsonl"
+
+    @property
+    def nemesis(self) -> Path:
+        return self.path / "nemesis.jsonl"
+
+    @property
+    def logs(self) -> Path:
+        return self.path / "logs"
+
+    @property
+    def tables(self) -> Path:
+        return self.path / "tables"
+
+    @property
+    def summary(self) -> Path:
+        return self.path / "summary.json"
+
+    @property
+    def report(self) -> Path:
+        return self.path / "report"
+
+    def write_json(self, path: Path, data: Any) -> None:
+        """Write JSON atomically (a reader never sees half a file)."""
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(tmp, path)

@@ -1,0 +1,16 @@
+"""`conformance run` (being built; see the issue that owns this module)."""
+
+from __future__ import annotations
+
+import argparse
+
+from conformance.errors import SuiteError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("run", help="run the matrix")
+    p.set_defaults(func=_not_built)
+
+
+def _not_built(args: argparse.Namespace) -> int:
+    raise SuiteError("'run' is not built yet")

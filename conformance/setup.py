@@ -1,0 +1,44 @@
+"""``conformance setup``: install everything a run needs into the cache, idempotently.
+
+Guarantees: a second call with the same arguments does nothing and says so
+quickly; a failed download or build says what failed and leaves no
+half-written cache entry (installers build into a temporary directory and
+rename it into place); nothing is fetched from outside the package registries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from conformance import config
+from conformance.members.spec import MemberSpec, parse_specs
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("setup", help="install brokers, toxiproxy and client builds into the cache (idempotent)")
+    p.add_argument("--broker", action="append", metavar="VERSION",
+                   help=f"broker version to install (repeatable; default {config.DEFAULT_BROKER})")
+    p.add_argument("--clients", metavar="SPEC,...", help="member specs to prepare (default: the default mix)")
+    p.add_argument("--all", action="store_true", help="every supported broker and every client version the tests use")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from conformance.cluster import install as cluster_install
+    from conformance.members import install as member_install
+
+    if args.all:
+        brokers = list(config.BROKER_VERSIONS)
+        specs = [MemberSpec.parse(s) for s in (*config.DEFAULT_MIX, *config.TEST_CLIENTS)]
+    else:
+        brokers = args.broker or [config.DEFAULT_BROKER]
+        specs = parse_specs(args.clients) if args.clients else [MemberSpec.parse(s) for s in config.DEFAULT_MIX]
+    started = time.monotonic()
+    for version in dict.fromkeys(brokers):
+        cluster_install.ensure_broker(version)
+    cluster_install.ensure_toxiproxy()
+    for spec in dict.fromkeys(MemberSpec(s.kind, s.version) for s in specs):
+        member_install.ensure_client(spec)
+    print(f"setup: ready in {time.monotonic() - started:.1f}s (cache: {config.CACHE_DIR})")
+    return 0
