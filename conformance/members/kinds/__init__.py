@@ -1,0 +1,34 @@
+"""Member kinds: one module per client, all behind one interface.
+
+Each module named in :data:`KIND_MODULES` provides::
+
+    KIND: str
+    def known_versions() -> list[str]
+    def ensure(version: str) -> None          # idempotent install; UsageError names the real versions
+    def command(version: str, config_path: Path) -> tuple[list[str], dict[str, str]]
+    def supports_cooperative(version: str) -> bool
+    def strategies_supported(version: str) -> list[str]
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from conformance.errors import UsageError
+
+KIND_MODULES: dict[str, str] = {
+    "reference": "conformance.members.kinds.reference",
+    "java": "conformance.members.kinds.java",
+    "librdkafka": "conformance.members.kinds.librdkafka",
+    "sarama": "conformance.members.kinds.sarama",
+    "kafka-python": "conformance.members.kinds.kafka_python",
+}
+
+
+def kind_module(kind: str) -> ModuleType:
+    """The module implementing ``kind``; UsageError for an unknown kind."""
+    try:
+        return importlib.import_module(KIND_MODULES[kind])
+    except KeyError:
+        raise UsageError(f"unknown member kind {kind!r}; known: {', '.join(KIND_MODULES)}") from None
