@@ -1,0 +1,174 @@
+"""Watching the group while a scenario runs: ownership, leader, stability, drain.
+
+The runner needs a few live facts to drive a schedule (who leads now, has the
+group settled, has every produced record been consumed). They come from the
+same files the checks read later (member histories and the wire capture),
+tailed incrementally; the observer never asks the clients anything. It is a
+driver, not a judge: the verdicts are the pipeline's.
+
+*Stable* means: every live member has started; the partitions they own are
+disjoint and cover every partition of the topics they subscribe to; and
+nothing has moved (no assigned/revoked/lost event, no JoinGroup or SyncGroup
+on the wire) for a quiet period derived from the heartbeat interval.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from conformance.history import now_ms
+
+TP = tuple[str, int]
+
+
+class _Tail:
+    """Yields the complete new lines of a growing file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._pos = 0
+        self._buf = ""
+
+    def lines(self) -> list[str]:
+        try:
+            with open(self.path, encoding="utf-8", errors="replace") as f:
+                f.seek(self._pos)
+                chunk = f.read()
+                self._pos = f.tell()
+        except FileNotFoundError:
+            return []
+        self._buf += chunk
+        *complete, self._buf = self._buf.split("\n")
+        return [c for c in complete if c.strip()]
+
+
+@dataclass
+class MemberView:
+    owned: set[TP] = field(default_factory=set)
+    started: bool = False
+    member_id: str | None = None
+    last_change_ts: float = 0.0
+    consumed_upto: dict[TP, int] = field(default_factory=dict)
+
+
+class GroupObserver:
+    def __init__(self, members_dir: Path, wire_path: Path, producer_history: Path | None, quiet_ms: float) -> None:
+        self.members_dir = members_dir
+        self.wire = _Tail(wire_path)
+        self.quiet_ms = quiet_ms
+        self.views: dict[str, MemberView] = defaultdict(MemberView)
+        self._tails: dict[str, _Tail] = {}
+        self._producer = _Tail(producer_history) if producer_history else None
+        self.produced_upto: dict[TP, int] = {}
+        self.leader_member_id: str | None = None
+        self.leader_generation: int = -1
+        self.member_ids: dict[str, str] = {}           # member_id -> member name (from the wire)
+        self.leaders_seen: list[str] = []              # member names, in order of generations
+        self.last_wire_change_ts: float = 0.0
+
+    # -- ingestion -------------------------------------------------------
+    def _ingest_history(self, name: str, event: dict) -> None:
+        view = self.views[name]
+        kind = event.get("event")
+        tps = {(t, p) for t, p in event.get("partitions", [])} if "partitions" in event else set()
+        if kind == "started":
+            view.owned.clear()
+            view.started = True
+        elif kind == "stopped":
+            view.owned.clear()
+            view.started = False
+        elif kind == "assigned":
+            if event.get("protocol") == "eager":
+                view.owned = set(tps)
+            else:
+                view.owned |= tps
+        elif kind in ("revoked", "lost"):
+            view.owned -= tps
+        elif kind == "consumed":
+            tp = (event["topic"], event["partition"])
+            view.consumed_upto[tp] = max(view.consumed_upto.get(tp, -1), event["last_offset"])
+            return
+        else:
+            return
+        if event.get("member_id"):
+            view.member_id = event["member_id"]
+        view.last_change_ts = float(event.get("ts", now_ms()))
+
+    def poll(self) -> None:
+        for path in sorted(self.members_dir.glob("*.jsonl")):
+            name = path.stem
+            tail = self._tails.setdefault(name, _Tail(path))
+            for line in tail.lines():
+                try:
+                    self._ingest_history(name, json.loads(line))
+                except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                    continue  # the pipeline reports malformed lines; the driver skips them
+        for line in self.wire.lines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if rec.get("api") in ("JoinGroup", "SyncGroup"):
+                self.last_wire_change_ts = float(rec.get("ts", now_ms()))
+            if rec.get("api") == "JoinGroup" and rec.get("direction") == "response" and not rec.get("error_code"):
+                member_id, gen = rec.get("member_id"), rec.get("generation")
+                if member_id:
+                    self.member_ids[member_id] = rec.get("member", "?")
+                if member_id and rec.get("leader") == member_id and isinstance(gen, int) and gen > self.leader_generation:
+                    self.leader_generation = gen
+                    self.leader_member_id = member_id
+                    self.leaders_seen.append(rec.get("member", "?"))
+        if self._producer is not None:
+            for line in self._producer.lines():
+                try:
+                    ev = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if ev.get("event") == "produced":
+                    tp = (ev["topic"], ev["partition"])
+                    self.produced_upto[tp] = max(self.produced_upto.get(tp, -1), ev["last_offset"])
+
+    # -- questions -------------------------------------------------------
+    def leader(self) -> str | None:
+        """The member name (tap owner) that led the newest generation seen."""
+        self.poll()
+        return self.member_ids.get(self.leader_member_id or "", None)
+
+    def stable(self, live: dict[str, set[str]], partitions: dict[str, int]) -> tuple[bool, str]:
+        """Whether the group is stable; the second value says why not (for timeouts)."""
+        self.poll()
+        now = now_ms()
+        owned_by: dict[TP, list[str]] = defaultdict(list)
+        expected: set[TP] = set()
+        for name, topics in live.items():
+            view = self.views.get(name)
+            if view is None or not view.started:
+                return False, f"{name} has not started"
+            for tp in view.owned:
+                owned_by[tp].append(name)
+            expected |= {(t, p) for t in topics for p in range(partitions.get(t, 0))}
+        doubles = {tp: names for tp, names in owned_by.items() if len(names) > 1}
+        if doubles:
+            return False, f"owned twice: {sorted(doubles.items())[:4]}"
+        missing = expected - set(owned_by)
+        if missing:
+            return False, f"{len(missing)} partitions unowned, e.g. {sorted(missing)[:4]}"
+        last = max([v.last_change_ts for n, v in self.views.items() if n in live] + [self.last_wire_change_ts])
+        if now - last < self.quiet_ms:
+            return False, f"still moving ({now - last:.0f} ms since the last change)"
+        return True, "stable"
+
+    def drained(self) -> tuple[bool, str]:
+        """Every partition's newest produced offset has been consumed by some member."""
+        self.poll()
+        consumed: dict[TP, int] = {}
+        for view in self.views.values():
+            for tp, off in view.consumed_upto.items():
+                consumed[tp] = max(consumed.get(tp, -1), off)
+        behind = {tp: (consumed.get(tp, -1), hi) for tp, hi in self.produced_upto.items() if consumed.get(tp, -1) < hi}
+        if behind:
+            return False, f"{len(behind)} partitions behind, e.g. {sorted(behind.items())[:3]} (consumed, produced)"
+        return True, "drained"
