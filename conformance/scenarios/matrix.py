@@ -1,0 +1,152 @@
+"""The matrix: every cell of scenarios x member mix x broker, run, judged and summarised.
+
+Guarantees: each cell runs in its own run directory under
+``<runs>/<run-id>/runs/<cell-id>/``; the matrix directory gets ``summary.json``
+and the reports even when a cell fails or the run is interrupted (the cells
+that finished are judged; the interrupted one is marked incomplete). The exit
+status is 0 when every verdict passes, 1 when any invariant is violated or
+unknown, 2 on a suite error.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conformance import config
+from conformance.errors import SuiteError
+from conformance.members.spec import MemberSpec
+from conformance.rundir import RunDir, new_run_id
+from conformance.scenarios.catalog import get_scenario
+from conformance.scenarios.runner import Cell, CellRun
+
+
+class ProgressLine:
+    """One status line: cell i/n, scenario, phase, elapsed, and a bar over the matrix."""
+
+    def __init__(self, total: int, stream: Any = None) -> None:
+        self.total = total
+        self.done = 0
+        self.stream = stream or sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.started = time.monotonic()
+        self.cell = ""
+
+    def begin(self, index: int, cell: Cell) -> None:
+        self.cell = f"[{index}/{self.total}] {cell.scenario.name} · {','.join(str(s) for s in cell.specs)}"
+        self.cell_started = time.monotonic()
+        self(f"start (broker {cell.broker}, seed {cell.seed})")
+
+    def __call__(self, message: str) -> None:
+        width = 20
+        filled = int(width * self.done / max(1, self.total))
+        bar = "#" * filled + "." * (width - filled)
+        elapsed = time.monotonic() - getattr(self, "cell_started", self.started)
+        line = f"{bar} {self.cell} · {message} · {elapsed:5.1f}s"
+        print(line, file=self.stream, flush=True)
+
+
+@dataclass
+class MatrixResult:
+    path: Path
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    interrupted: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        if self.errors and not self.verdicts:
+            return 2
+        if any(not cell_passed(v) for v in self.verdicts) or self.interrupted:
+            return 1
+        return 2 if self.errors else 0
+
+
+def cell_passed(verdict: dict[str, Any]) -> bool:
+    return all(inv.get("status") == "pass" for inv in verdict.get("invariants", {}).values())
+
+
+def build_cells(scenarios: list[str], specs: list[MemberSpec], broker: str, seed: int) -> list[Cell]:
+    return [Cell(get_scenario(name), tuple(specs), broker, seed) for name in scenarios]
+
+
+def run_matrix(cells: list[Cell], runs_dir: Path | None = None, spark_master: str | None = None,
+               label: str = "matrix") -> MatrixResult:
+    """Run every cell, judge them together, write summary and reports."""
+    root = Path(runs_dir or config.RUNS_DIR) / new_run_id(label)
+    (root / "runs").mkdir(parents=True, exist_ok=True)
+    result = MatrixResult(root)
+    progress = ProgressLine(len(cells))
+    run_dirs: list[Path] = []
+    try:
+        for i, cell in enumerate(cells, start=1):
+            rd = RunDir(root / "runs" / cell.cell_id)
+            for sub in ("members", "logs"):
+                (rd.path / sub).mkdir(parents=True, exist_ok=True)
+            run_dirs.append(rd.path)
+            progress.begin(i, cell)
+            try:
+                CellRun(cell, rd, progress).execute()
+            except SuiteError as exc:
+                result.errors.append(f"{cell.cell_id}: {exc}")
+                progress(f"suite error: {exc}")
+            except Exception as exc:  # a bug in the suite must not lose the other cells
+                result.errors.append(f"{cell.cell_id}: {exc!r}")
+                (rd.logs / "suite-error.txt").write_text(traceback.format_exc())
+                progress(f"suite error: {exc!r} (see {rd.logs / 'suite-error.txt'})")
+            progress.done += 1
+    except KeyboardInterrupt:
+        result.interrupted = True
+        progress("interrupted: judging the cells that ran")
+    finally:
+        judged = [p for p in run_dirs if (p / "manifest.json").exists()]
+        if judged:
+            result.verdicts = judge_and_report(judged, root, spark_master)
+        write_summary(result)
+    return result
+
+
+def judge_and_report(run_dirs: list[Path], out: Path, spark_master: str | None) -> list[dict[str, Any]]:
+    from conformance.pipeline import judge
+    from conformance.report import write_reports
+
+    verdicts = judge(run_dirs, out / "tables", spark_master=spark_master)
+    write_reports(verdicts, out)
+    return verdicts
+
+
+def write_summary(result: MatrixResult) -> None:
+    summary = {
+        "path": str(result.path),
+        "interrupted": result.interrupted,
+        "suite_errors": result.errors,
+        "cells": result.verdicts,
+        "passed": result.exit_code == 0,
+    }
+    tmp = result.path / "summary.json.tmp"
+    tmp.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    tmp.replace(result.path / "summary.json")
+
+
+def summary_table(result: MatrixResult) -> str:
+    """The closing table: one row per cell, failing invariants named."""
+    rows = [("scenario", "members", "broker", "verdict", "violations")]
+    for v in result.verdicts:
+        failing = sorted(k for k, inv in v.get("invariants", {}).items() if inv.get("status") != "pass")
+        rows.append((v.get("scenario", "?"), ",".join(v.get("members", [])), v.get("broker_version", "?"),
+                     "PASS" if cell_passed(v) else "FAIL",
+                     " ".join(f"{k}({v['invariants'][k]['status']})" for k in failing) or "-"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    for err in result.errors:
+        lines.append(f"suite error: {err}")
+    passed = sum(1 for v in result.verdicts if cell_passed(v))
+    lines.append(f"{passed} passed, {len(result.verdicts) - passed} failed")
+    lines.append(f"run directory: {result.path}")
+    return "\n".join(lines)

@@ -1,0 +1,430 @@
+"""Running one cell of the matrix: a scenario, a member mix, a broker version and a seed.
+
+``CellRun.execute`` starts the cluster (broker, toxiproxy, a wire tap per
+member), a producer, and the members; plays the scenario's phases through the
+nemesis; stops everything; and leaves a complete run directory (manifest,
+histories, wire capture, nemesis log, logs). Guarantees:
+
+- The manifest is written before the first member starts (``complete:
+  false``) and rewritten at the end, so an interrupted run still has one, and
+  ``conformance reproduce`` can replay any run directory.
+- Every process is stopped when the cell ends, however it ends (the
+  supervisor's guarantee); temporary faults are healed first.
+- Time bounds (await timeouts) are scenario data; a timeout is not a suite
+  error: it is recorded in the manifest's ``notes`` and the checks (V1) judge it.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from conformance import __version__, config
+from conformance.cluster.supervisor import Supervisor
+from conformance.errors import SuiteError
+from conformance.history import now_ms
+from conformance.members.harness_config import HarnessConfig
+from conformance.members.spec import MemberSpec
+from conformance.nemesis import Nemesis, NemesisLog
+from conformance.rundir import RunDir
+from conformance.scenarios.mixing import bounce_list, plan_mix
+from conformance.scenarios.model import Action, Scenario
+from conformance.scenarios.observe import GroupObserver
+from conformance.scenarios.schedule import Schedule
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Cell:
+    scenario: Scenario
+    specs: tuple[MemberSpec, ...]
+    broker: str
+    seed: int
+
+    @property
+    def cell_id(self) -> str:
+        mix = "+".join(re.sub(r"[^A-Za-z0-9.]+", "-", str(s)) for s in self.specs)
+        return f"{self.scenario.name}--{mix}--kafka-{self.broker}--seed-{self.seed}"
+
+
+@dataclass
+class Slot:
+    """One member of the mix and its current incarnation."""
+
+    name: str
+    spec: MemberSpec
+    config: HarnessConfig
+    proc: Any = None
+    paused: bool = False
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.alive()
+
+
+@dataclass
+class CellRun:
+    cell: Cell
+    run_dir: RunDir
+    progress: Progress = lambda msg: None
+    phase_hook: Callable[[str], Any] | None = None   # allure steps: a context manager per phase
+    notes: list[dict[str, Any]] = field(default_factory=list)
+
+    # ------------------------------------------------------------------ setup
+    def _manifest(self, complete: bool) -> dict[str, Any]:
+        sc = self.cell.scenario
+        return {
+            "run_id": self.run_dir.path.name,
+            "scenario": sc.name,
+            "scenario_file": str(sc.source) if sc.source else None,
+            "seed": self.cell.seed,
+            "broker_version": self.cell.broker,
+            "group_id": self.group_id,
+            "topics": dict(self.partitions),
+            "members": [
+                {"name": s.name, "spec": str(s.spec), "kind": s.spec.kind, "version": s.spec.version,
+                 "faults": list(s.spec.faults), "strategies": list(s.config.assignment_strategies),
+                 "group_instance_id": s.config.group_instance_id}
+                for s in self.slots
+            ],
+            "expected_protocol": self.expected_protocol,
+            "mix_reason": self.mix_reason,
+            "timing": {
+                "session_timeout_ms": config.SESSION_TIMEOUT_MS,
+                "heartbeat_interval_ms": config.HEARTBEAT_INTERVAL_MS,
+                "max_poll_interval_ms": config.MAX_POLL_INTERVAL_MS,
+                "convergence_bound_ms": config.CONVERGENCE_BOUND_MS,
+                "revoke_bound_ms": config.REVOKE_BOUND_MS,
+            },
+            "phases": self.phases,
+            "last_fault_ts": self.nemesis.last_fault_ts if self.nemesis else None,
+            "start_ts": self.start_ts,
+            "end_ts": now_ms() if complete else None,
+            "leader_rotation": sc.leader_rotation,
+            "leaders_seen": self.observer.leaders_seen if self.observer else [],
+            "versions": {"conformance": __version__, "python": sys.version.split()[0],
+                         **{s.spec.kind: s.spec.version for s in self.slots}},
+            "command": reproduce_command(self.cell),
+            "notes": self.notes,
+            "complete": complete,
+        }
+
+    def _write_manifest(self, complete: bool) -> None:
+        self.run_dir.write_json(self.run_dir.manifest, self._manifest(complete))
+
+    def _make_slots(self, bootstrap_for: Callable[[str], str]) -> None:
+        plan = plan_mix(list(self.cell.specs))
+        self.expected_protocol, self.mix_reason = plan.expected_protocol, plan.reason
+        sc = self.cell.scenario
+        for i, (spec, strategies) in enumerate(zip(self.cell.specs, plan.strategies)):
+            name = f"m{i}-{spec.kind}"
+            extra: dict[str, Any] = {}
+            if spec.kind == "reference":
+                extra["faults"] = list(spec.faults)
+            cfg = HarnessConfig(
+                member=name, client=spec.kind, client_version=spec.version,
+                bootstrap_servers=bootstrap_for(name), group_id=self.group_id,
+                topics=[t for t in sc.topics if t == next(iter(sc.topics))],
+                history_path=str(self.run_dir.history(name)),
+                assignment_strategies=list(strategies), commit_mode=sc.commit_mode,
+                processing_delay_ms=sc.processing_delay_ms,
+                group_instance_id=f"{self.group_id}-{name}" if sc.static_members else None,
+                extra=extra,
+            )
+            self.slots.append(Slot(name, spec, cfg))
+
+    # ------------------------------------------------------------------ run
+    def execute(self) -> RunDir:
+        from conformance.cluster import Cluster
+
+        sc = self.cell.scenario
+        self.group_id = f"conformance-{sc.name}-{self.cell.seed}"
+        self.partitions: dict[str, int] = dict(sc.topics)
+        self.slots: list[Slot] = []
+        self.phases: list[dict[str, Any]] = []
+        self.nemesis: Nemesis | None = None
+        self.observer: GroupObserver | None = None
+        self.schedule = Schedule(self.cell.seed)
+        self.start_ts = now_ms()
+        log = NemesisLog(self.run_dir.nemesis)
+        self.progress("starting broker and toxiproxy")
+        with Supervisor(self.run_dir.logs) as sup, \
+                Cluster(self.run_dir, self.cell.broker, sup, slots=len(self.cell.specs)) as cluster:
+            self.sup, self.cluster = sup, cluster
+            self.nemesis = Nemesis(log, cluster)
+            for topic, parts in self.partitions.items():
+                cluster.create_topic(topic, parts)
+            self._make_slots(cluster.bootstrap_for)
+            self._write_manifest(complete=False)
+            self.observer = GroupObserver(self.run_dir.members_dir, self.run_dir.wire,
+                                          self.run_dir.history("producer"), quiet_ms=config.QUIET_MS)
+            self.producer = self._start_producer()
+            try:
+                for phase in sc.phases:
+                    self._run_phase(phase.name, phase.actions)
+            finally:
+                self.nemesis.heal_all()
+                self._stop_all_members()
+                if self.producer.alive():
+                    self.producer.terminate()
+                self._write_manifest(complete=True)
+                log.close()
+        return self.run_dir
+
+    def _run_phase(self, name: str, actions: tuple[Action, ...]) -> None:
+        entry: dict[str, Any] = {"name": name, "start_ts": now_ms(), "end_ts": None}
+        self.phases.append(entry)
+        self.progress(f"phase {name}")
+        ctx = self.phase_hook(name) if self.phase_hook else None
+        if ctx is not None:
+            ctx.__enter__()
+        try:
+            for action in actions:
+                self._act(action)
+        finally:
+            entry["end_ts"] = now_ms()
+            self._write_manifest(complete=False)
+            if ctx is not None:
+                ctx.__exit__(*sys.exc_info())
+
+    # ------------------------------------------------------------------ members
+    def _start_producer(self) -> Any:
+        from conformance.members.launch import launch_producer
+
+        cfg = HarnessConfig(member="producer", client="producer", client_version=__version__,
+                            bootstrap_servers=self.cluster.direct_bootstrap, group_id=self.group_id,
+                            topics=list(self.partitions), history_path=str(self.run_dir.history("producer")),
+                            extra={"rate_per_s": self.cell.scenario.producer_rate, "partitions": self.partitions})
+        return launch_producer(cfg, self.run_dir, self.sup)
+
+    def _start(self, slot: Slot) -> None:
+        from conformance.members.launch import launch_member
+
+        if slot.running:
+            return
+        def start() -> None:
+            slot.proc = launch_member(slot.spec, slot.config, self.run_dir, self.sup)
+            slot.paused = False
+            slot.proc.wait_ready(config.MEMBER_READY_TIMEOUT_S)
+        self.nemesis.start(slot.name, start, strategies=slot.config.assignment_strategies,
+                           topics=slot.config.topics)
+
+    def _stop_all_members(self) -> None:
+        for slot in self.slots:
+            if slot.proc is not None and slot.proc.alive():
+                if slot.paused:
+                    slot.proc.resume()
+                self.nemesis.terminate(slot.name, slot.proc)
+
+    def _live(self) -> dict[str, set[str]]:
+        return {s.name: set(s.config.topics) for s in self.slots if s.running and not s.paused}
+
+    def _targets(self, target: str) -> list[Slot]:
+        running = [s for s in self.slots if s.running]
+        if target in ("all", "each"):
+            return list(self.slots)
+        if target == "reference":
+            refs = [s for s in self.slots if s.spec.kind == "reference"]
+            if not refs:
+                raise SuiteError("the scenario targets 'reference' but the mix has no reference member")
+            return refs[:1]
+        if target == "leader":
+            name = self.observer.leader()
+            return [s for s in self.slots if s.name == name] or running[:1]
+        if target == "follower":
+            leader = self.observer.leader()
+            followers = [s for s in running if s.name != leader]
+            return [followers[self.schedule.pick(len(followers))]] if followers else []
+        if target == "random":
+            pool = running or self.slots
+            return [pool[self.schedule.pick(len(pool))]]
+        index = int(target[1:])
+        if index >= len(self.slots):
+            raise SuiteError(f"the scenario targets {target} but the mix has {len(self.slots)} members")
+        return [self.slots[index]]
+
+    # ------------------------------------------------------------------ waiting
+    def _await(self, what: str, timeout_ms: int) -> bool:
+        deadline = time.monotonic() + timeout_ms / 1000
+        reason = ""
+        if what == "drained" and self.producer.alive():
+            self.producer.terminate()
+        while time.monotonic() < deadline:
+            if what == "stable":
+                ok, reason = self.observer.stable(self._live(), self.partitions)
+            else:
+                ok, reason = self.observer.drained()
+            if ok:
+                return True
+            time.sleep(0.2)
+        note = {"ts": now_ms(), "phase": self.phases[-1]["name"] if self.phases else None,
+                "await": what, "timeout_ms": timeout_ms, "state": reason}
+        self.notes.append(note)
+        self.progress(f"await {what} timed out after {timeout_ms / 1000:.0f}s: {reason}")
+        return False
+
+    def _settle(self) -> None:
+        self._await("stable", config.CONVERGENCE_BOUND_MS + 30_000)
+
+    # ------------------------------------------------------------------ actions
+    def _act(self, a: Action) -> None:
+        nem = self.nemesis
+        args = a.args
+        if a.verb == "start":
+            for i, slot in enumerate(self._targets(a.target or "all")):
+                if i and "stagger" in args:
+                    time.sleep(args["stagger"] / 1000)
+                self._start(slot)
+        elif a.verb in ("stop", "kill"):
+            for slot in self._targets(a.target or "all"):
+                if slot.running:
+                    (nem.terminate if a.verb == "stop" else nem.kill)(slot.name, slot.proc)
+                    if a.target == "each":
+                        self._settle()
+        elif a.verb == "restart":
+            for slot in self._targets(a.target or "all"):
+                self._restart(slot, args.get("mode", "graceful"), args.get("down", 0))
+                if a.target == "each":
+                    self._settle()
+        elif a.verb == "pause":
+            for slot in self._targets(a.target or "all"):
+                if slot.running:
+                    nem.pause(slot.name, slot.proc)
+                    slot.paused = True
+                    time.sleep(args["for"] / 1000)
+                    nem.resume(slot.name, slot.proc)
+                    slot.paused = False
+        elif a.verb == "broker-restart":
+            nem.broker_restart(kill=args.get("mode", "clean") == "kill")
+        elif a.verb == "toxic":
+            from conformance.cluster import Toxic
+
+            attributes = {k: v for k, v in args.items() if k not in ("type", "for", "stream", "toxicity")}
+            for slot in self._targets(a.target or "all"):
+                toxic = Toxic(type=args["type"], stream=args.get("stream", "downstream"), attributes=attributes,
+                              toxicity=args.get("toxicity", 1.0))
+                toxic_name = nem.add_toxic(slot.name, toxic)
+                time.sleep(args["for"] / 1000)
+                nem.remove_toxic(slot.name, toxic_name)
+        elif a.verb == "cut":
+            for slot in self._targets(a.target or "all"):
+                nem.cut(slot.name)
+                time.sleep(args["for"] / 1000)
+                nem.uncut(slot.name)
+        elif a.verb == "add-partitions":
+            self.cluster.add_partitions(a.target, args["total"])
+            nem.log.record("add-partitions", "broker", "invoke", topic=a.target, total=args["total"])
+            self.partitions[a.target] = args["total"]
+        elif a.verb == "bounce-strategies":
+            for slot in self.slots:
+                new = bounce_list(slot.spec, args["to"], tuple(slot.config.assignment_strategies))
+                if list(new) != slot.config.assignment_strategies:
+                    slot.config.assignment_strategies = list(new)
+                    self._restart(slot, "graceful", 0)
+                    self._settle()
+        elif a.verb == "resubscribe":
+            for slot in self._targets(a.target or "all"):
+                unknown = [t for t in args["topics"] if t not in self.partitions]
+                if unknown:
+                    raise SuiteError(f"{a.source}: resubscribe to undeclared topics {unknown}")
+                slot.config.topics = list(args["topics"])
+                self._restart(slot, "graceful", 0)
+        elif a.verb == "rotate-leader":
+            self._rotate_leader(args.get("timeout", 60_000))
+        elif a.verb == "chaos":
+            self._chaos(args["count"], args.get("gap", 5000))
+        elif a.verb == "sleep":
+            time.sleep(int(a.target or 0) / 1000)
+        elif a.verb == "await":
+            self._await(a.target or "stable", args.get("timeout", 60_000))
+        else:  # the parser admits only known verbs
+            raise SuiteError(f"{a.source}: no runner for action {a.verb!r}")
+
+    def _restart(self, slot: Slot, mode: str, down_ms: int) -> None:
+        if slot.running:
+            if mode == "kill":
+                self.nemesis.kill(slot.name, slot.proc)
+            else:
+                self.nemesis.terminate(slot.name, slot.proc)
+        if down_ms:
+            time.sleep(down_ms / 1000)
+        self._start(slot)
+
+    def _rotate_leader(self, timeout_ms: int) -> None:
+        """Make every member kind lead at least once (L5): stop leaders whose kind has led.
+
+        The broker elects a new leader among the members that remain; a leader
+        whose kind already led is stopped too, until a new kind leads; then the
+        stopped members come back as followers. Bounded by the number of kinds.
+        """
+        kinds = {s.spec.kind for s in self.slots}
+        led: set[str] = set()
+        by_name = {s.name: s for s in self.slots}
+        for _ in range(2 * len(self.slots) + 2):
+            self._await("stable", timeout_ms)
+            leader = by_name.get(self.observer.leader() or "")
+            if leader is None:
+                self.notes.append({"ts": now_ms(), "rotate-leader": "no leader seen on the wire"})
+                return
+            led.add(leader.spec.kind)
+            if led >= kinds:
+                return
+            stopped: list[Slot] = [leader]
+            self.nemesis.terminate(leader.name, leader.proc)
+            # Stop further leaders of already-led kinds until a new kind leads.
+            while True:
+                self._await("stable", timeout_ms)
+                nxt = by_name.get(self.observer.leader() or "")
+                if nxt is None or nxt in stopped or nxt.spec.kind not in led or not any(
+                        s.running for s in self.slots if s is not nxt):
+                    break
+                stopped.append(nxt)
+                self.nemesis.terminate(nxt.name, nxt.proc)
+            for slot in stopped:
+                self._start(slot)
+        self.notes.append({"ts": now_ms(), "rotate-leader": f"kinds that led: {sorted(led)} of {sorted(kinds)}"})
+
+    def _chaos(self, count: int, gap_ms: int) -> None:
+        from conformance.cluster import Toxic
+
+        for step in self.schedule.chaos(count, len(self.slots), config.SESSION_TIMEOUT_MS):
+            slot = self.slots[step.member_index]
+            p = step.params
+            self.progress(f"chaos: {step.fault} {slot.name}")
+            if step.fault == "broker-restart":
+                self.nemesis.broker_restart(kill=False)
+            elif not slot.running:
+                self._start(slot)
+            elif step.fault in ("restart-graceful", "restart-kill"):
+                self._restart(slot, "kill" if step.fault == "restart-kill" else "graceful", p["down_ms"])
+            elif step.fault == "pause":
+                self.nemesis.pause(slot.name, slot.proc)
+                slot.paused = True
+                time.sleep(p["for_ms"] / 1000)
+                self.nemesis.resume(slot.name, slot.proc)
+                slot.paused = False
+            elif step.fault == "latency":
+                name = self.nemesis.add_toxic(slot.name, Toxic(type="latency", stream="downstream",
+                                                               attributes={"latency": p["latency"]}))
+                time.sleep(p["for_ms"] / 1000)
+                self.nemesis.remove_toxic(slot.name, name)
+            elif step.fault == "cut":
+                self.nemesis.cut(slot.name)
+                time.sleep(p["for_ms"] / 1000)
+                self.nemesis.uncut(slot.name)
+            time.sleep(gap_ms / 1000)
+        for slot in self.slots:  # chaos ends with everyone back
+            if not slot.running:
+                self._start(slot)
+
+
+def reproduce_command(cell: Cell) -> str:
+    clients = ",".join(str(s) for s in cell.specs)
+    scenario = str(cell.scenario.source) if cell.scenario.source and cell.scenario.source.parent.name != "scenarios" \
+        else cell.scenario.name
+    return f"conformance run --scenario {scenario} --clients {clients} --broker {cell.broker} --seed {cell.seed}"
