@@ -155,6 +155,16 @@ def read_string_array(data: bytes, pos: int, what: str) -> tuple[tuple[str, ...]
     return tuple(out), pos
 
 
+def _read_topic_partitions_element(data: bytes, pos: int, what: str, i: int) -> tuple[TopicPartitions, int]:
+    """One element, field by field, with precise errors (the slow path)."""
+    try:
+        topic, pos = read_string(data, pos, "Topic")
+        parts, pos = read_int32_array(data, pos, "Partitions")
+    except DecodeError as exc:
+        raise nested(exc, f"{what}[{i}].") from None
+    return TopicPartitions(topic, parts), pos
+
+
 def read_topic_partitions(data: bytes, pos: int, what: str) -> tuple[tuple[TopicPartitions, ...], int]:
     """A non-nullable array of ``{Topic string, Partitions [int32]}``."""
     n, pos = read_count(data, pos, what)
@@ -162,13 +172,30 @@ def read_topic_partitions(data: bytes, pos: int, what: str) -> tuple[tuple[Topic
         return (), pos
     out = []
     append = out.append
+    size = len(data)
+    unpack = struct.unpack_from
     for i in range(n):
-        try:
-            topic, pos = read_string(data, pos, "Topic")
-            parts, pos = read_int32_array(data, pos, "Partitions")
-        except DecodeError as exc:
-            raise nested(exc, f"{what}[{i}].") from None
-        append(TopicPartitions(topic, parts))
+        # Fast path for a well-formed element; anything unusual is re-read by
+        # the slow path, which raises the precise error.
+        if pos + 2 <= size:
+            k = _unpack16(data, pos)[0]
+            start = pos + 2
+            end = start + k
+            if k >= 0 and end + 4 <= size:
+                m = _unpack32(data, end)[0]
+                pstart = end + 4
+                pend = pstart + 4 * m
+                if m >= 0 and pend <= size:
+                    try:
+                        topic = data[start:end].decode("utf-8")
+                    except UnicodeDecodeError:
+                        pass
+                    else:
+                        append(TopicPartitions(topic, unpack(">%di" % m, data, pstart) if m else ()))
+                        pos = pend
+                        continue
+        tp, pos = _read_topic_partitions_element(data, pos, what, i)
+        append(tp)  # not reached for any input the fast path rejects; kept so the result stays correct
     return tuple(out), pos
 
 
