@@ -1,19 +1,42 @@
-"""The pytest plugin of the suite: options that parameterise the conformance tests.
+"""The pytest plugin of the suite: the conformance tests' options and parameters.
 
 Options: ``--clients`` (member specs), ``--scenario`` (repeatable), ``--broker``,
-``--seed`` and ``--runs-dir``. Loaded through the ``pytest11`` entry point, so
-``pytest`` anywhere in the project knows them.
+``--seed``, ``--runs-dir`` and ``--spark-master``. Loaded through the
+``pytest11`` entry point, so any ``pytest`` in the project knows them. The
+conformance tests themselves live in :mod:`conformance.suite.test_conformance`
+and run with ``pytest --pyargs conformance.suite [options]``: one test per
+cell (scenario x member mix x broker), with allure steps per phase and the
+run directory's files attached.
 """
 
 from __future__ import annotations
 
+import random
+
 import pytest
+
+from conformance import config
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("conformance", "Kafka cooperative rebalance conformance")
-    group.addoption("--clients", default=None, help="comma-separated member specs (default: the default mix)")
-    group.addoption("--scenario", action="append", default=None, help="scenario name (repeatable)")
-    group.addoption("--broker", default=None, help="broker version (default: the default broker)")
-    group.addoption("--seed", type=int, default=None, help="schedule seed")
+    group.addoption("--clients", default=None, help="comma-separated member specs (default: one of each kind)")
+    group.addoption("--scenario", action="append", default=None, help="scenario name or file (repeatable)")
+    group.addoption("--broker", action="append", default=None, help="broker version (repeatable)")
+    group.addoption("--seed", type=int, default=None, help="schedule seed (default: random, recorded)")
     group.addoption("--runs-dir", default=None, help="where run directories go (default: reports/)")
+    group.addoption("--spark-master", default=None, help="Spark master URL (default local[*])")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "conformance_cell" not in metafunc.fixturenames:
+        return
+    from conformance.members.spec import MemberSpec, parse_specs
+    from conformance.scenarios.matrix import build_cells
+
+    opt = metafunc.config.getoption
+    specs = parse_specs(opt("clients")) if opt("clients") else [MemberSpec.parse(s) for s in config.DEFAULT_MIX]
+    seed = opt("seed") if opt("seed") is not None else random.SystemRandom().randrange(1, 2**31)
+    cells = [c for broker in (opt("broker") or [config.DEFAULT_BROKER])
+             for c in build_cells(opt("scenario") or list(config.DEFAULT_SCENARIOS), specs, broker, seed)]
+    metafunc.parametrize("conformance_cell", cells, ids=[c.cell_id for c in cells])
