@@ -1,0 +1,81 @@
+"""The end-to-end slice: reference, java, librdkafka and sarama in one group, for real.
+
+Clean: ``leader-rotation`` and ``crash-restart`` pass every invariant. The same
+slice with a misbehaving reference consumer must fail, naming the invariant it
+breaks: ``leader-reassigns-owned`` (an eager-style leader inside a cooperative
+group) breaks R1; ``skip-revoke`` (keeps fetching what it was told to give
+up) breaks R2. All six cells run once, judged together in one Spark session.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conformance.members.spec import parse_specs
+from conformance.scenarios.matrix import build_cells, cell_passed, run_matrix
+
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]
+
+SLICE = "reference,java,librdkafka,sarama"
+SCENARIOS = ["leader-rotation", "crash-restart"]
+SEED = 20261121
+
+
+@pytest.fixture(scope="module")
+def slice_run(tmp_path_factory: pytest.TempPathFactory):
+    cells = []
+    for faults in ("", "/leader-reassigns-owned", "/skip-revoke"):
+        specs = parse_specs(SLICE.replace("reference", "reference" + faults, 1))
+        cells += build_cells(SCENARIOS, specs, "4.4.0", SEED)
+    result = run_matrix(cells, runs_dir=tmp_path_factory.mktemp("e2e"), label="e2e-slice")
+    assert not result.errors, f"suite errors: {result.errors}"
+    by_key = {}
+    for v in result.verdicts:
+        fault = next((m.split("/", 1)[1] for m in v["members"] if m.startswith("reference") and "/" in m), "")
+        by_key[(v["scenario"], fault)] = v
+    return result, by_key
+
+
+def _failing(verdict: dict) -> dict[str, str]:
+    return {k: "; ".join(x["message"] for x in inv.get("violations", [])[:2]) or str(inv.get("error"))
+            for k, inv in verdict["invariants"].items() if inv["status"] != "pass"}
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_clean_slice_passes_every_invariant(slice_run, scenario: str) -> None:
+    _, by_key = slice_run
+    verdict = by_key[(scenario, "")]
+    assert cell_passed(verdict), f"{scenario}: {_failing(verdict)} (run {verdict['run']})"
+    assert verdict["metrics"]["protocol"] == "cooperative"
+
+
+def test_every_kind_led_in_leader_rotation(slice_run) -> None:
+    _, by_key = slice_run
+    leaders = by_key[("leader-rotation", "")]["metrics"]["leaders"]
+    assert set(leaders) >= {"reference", "java", "librdkafka", "sarama"}, leaders
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_leader_reassigning_owned_partitions_fails_r1(slice_run, scenario: str) -> None:
+    _, by_key = slice_run
+    verdict = by_key[(scenario, "leader-reassigns-owned")]
+    assert verdict["invariants"]["R1"]["status"] == "fail", _failing(verdict)
+    assert verdict["invariants"]["R1"]["violations"][0]["invariant"] == "R1"
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_skipping_revoke_fails_r2(slice_run, scenario: str) -> None:
+    _, by_key = slice_run
+    verdict = by_key[(scenario, "skip-revoke")]
+    assert verdict["invariants"]["R2"]["status"] == "fail", _failing(verdict)
+
+
+def test_run_directory_is_complete(slice_run) -> None:
+    result, _ = slice_run
+    assert (result.path / "summary.json").exists()
+    for run in (result.path / "runs").iterdir():
+        for name in ("manifest.json", "wire.jsonl", "nemesis.jsonl"):
+            assert (run / name).exists(), f"{run.name} lacks {name}"
+        assert list((run / "members").glob("*.jsonl")), f"{run.name} has no histories"
