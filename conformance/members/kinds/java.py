@@ -1,0 +1,202 @@
+"""The Java member kind: Apache kafka-clients, any release from 2.4.0 on.
+
+One harness source (``clients/java/harness``) is compiled once, against the
+oldest API, into ``<JAVA_DIR>/harness-<hash of the source>.jar``; each client
+version's jars (kafka-clients, its runtime dependencies and an slf4j-simple
+binding matching its slf4j-api) are resolved from Maven Central into
+``<JAVA_DIR>/kafka-clients-<V>/``. A member runs as
+``java <fast-start flags> -cp harness.jar:kafka-clients-V/* conformance.harness.Main CONFIG``.
+
+Guarantees: :func:`ensure` is idempotent (a present install is not touched,
+nothing is fetched) and atomic (built in a temporary directory under
+``JAVA_DIR`` and renamed into place, under a file lock so concurrent set-ups do
+not race); a version that Maven Central does not have, or one older than
+2.4.0, is a :class:`UsageError` naming the versions that exist.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import urllib.request
+import xml.etree.ElementTree as ET
+from contextlib import contextmanager
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterator
+
+from conformance import config
+from conformance.errors import SuiteError, UsageError
+from conformance.members.harness_config import STRATEGIES
+
+KIND = "java"
+MAIN_CLASS = "conformance.harness.Main"
+_GROUP_PATH = "org/apache/kafka/kafka-clients"
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """Numeric sort key of a release version (``2.8.2`` -> ``(2, 8, 2)``); non-numeric parts sort as 0."""
+    return tuple(int(p) if p.isdigit() else 0 for p in re.split(r"[.\-]", version))
+
+
+def known_versions() -> list[str]:
+    return list(config.JAVA_KNOWN_VERSIONS)
+
+
+def supports_cooperative(version: str) -> bool:
+    return version_key(version) >= version_key(config.JAVA_MIN_CLIENT_VERSION)
+
+
+def strategies_supported(version: str) -> list[str]:
+    # CooperativeStickyAssignor arrived in 2.4.0 with KIP-429, the oldest release the harness runs.
+    return list(STRATEGIES) if supports_cooperative(version) else ["sticky", "range", "roundrobin"]
+
+
+@lru_cache(maxsize=1)
+def available_versions() -> tuple[str, ...]:
+    """Every kafka-clients release on Maven Central (its maven-metadata.xml)."""
+    url = f"{config.MAVEN_CENTRAL}/{_GROUP_PATH}/maven-metadata.xml"
+    try:
+        with urllib.request.urlopen(url, timeout=30) as resp:
+            root = ET.fromstring(resp.read())
+    except (OSError, ET.ParseError) as exc:
+        raise SuiteError(f"cannot read the kafka-clients versions from {url}: {exc}") from None
+    return tuple(v.text for v in root.iter("version") if v.text)
+
+
+def check_version(version: str) -> None:
+    """UsageError unless ``version`` is a kafka-clients release the harness can run."""
+    releases = [v for v in available_versions()
+                if re.fullmatch(r"\d+\.\d+\.\d+", v) and supports_cooperative(v)]
+    if version not in available_versions():
+        raise UsageError(f"java@{version}: kafka-clients {version} does not exist on Maven Central; "
+                         f"releases from {config.JAVA_MIN_CLIENT_VERSION}: {', '.join(releases)}")
+    if not supports_cooperative(version):
+        raise UsageError(f"java@{version}: the Java harness runs kafka-clients {config.JAVA_MIN_CLIENT_VERSION} "
+                         f"or later (KIP-429 listener API); choose one of: {', '.join(releases)}")
+
+
+# --------------------------------------------------------------------------- paths
+
+
+def harness_hash() -> str:
+    """Hash of the harness source (pom and every file under src/): names the built jar."""
+    src = config.JAVA_HARNESS_SRC
+    files = [src / "pom.xml", *sorted(p for p in (src / "src").rglob("*") if p.is_file())]
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(str(path.relative_to(src)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def harness_jar() -> Path:
+    return config.JAVA_DIR / f"harness-{harness_hash()}.jar"
+
+
+def clients_dir(version: str) -> Path:
+    return config.JAVA_DIR / f"kafka-clients-{version}"
+
+
+def is_installed(version: str) -> bool:
+    return harness_jar().is_file() and (clients_dir(version) / f"kafka-clients-{version}.jar").is_file()
+
+
+# --------------------------------------------------------------------------- install
+
+
+@contextmanager
+def _locked() -> Iterator[None]:
+    config.JAVA_DIR.mkdir(parents=True, exist_ok=True)
+    with open(config.JAVA_DIR / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _mvn(args: list[str], cwd: Path, what: str) -> None:
+    argv = ["mvn", "-B", "-q", f"-Dmaven.repo.local={config.MAVEN_REPO}", *args]
+    proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-25:])
+        raise SuiteError(f"{what} failed (mvn exit {proc.returncode}, in {cwd}):\n{tail}")
+
+
+def ensure(version: str) -> None:
+    """Install the harness jar and kafka-clients ``version``; idempotent and atomic."""
+    if is_installed(version):
+        return
+    check_version(version)
+    with _locked():
+        _build_harness()
+        _resolve_clients(version)
+
+
+def _build_harness() -> Path:
+    jar = harness_jar()
+    if jar.is_file():
+        return jar
+    with tempfile.TemporaryDirectory(prefix="harness-build-", dir=config.JAVA_DIR) as tmp:
+        work = Path(tmp) / "harness"
+        shutil.copytree(config.JAVA_HARNESS_SRC, work, ignore=shutil.ignore_patterns("target"))
+        _mvn(["package"], work, "building the Java harness")
+        staged = Path(tmp) / jar.name
+        shutil.copy2(work / "target" / "harness.jar", staged)
+        os.replace(staged, jar)
+    return jar
+
+
+_RESOLVE_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>conformance</groupId><artifactId>resolve-kafka-clients</artifactId><version>0</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-clients</artifactId><version>{version}</version></dependency>
+  </dependencies>
+</project>
+"""
+
+
+def _resolve_clients(version: str) -> Path:
+    target = clients_dir(version)
+    if (target / f"kafka-clients-{version}.jar").is_file():
+        return target
+    with tempfile.TemporaryDirectory(prefix=f"kafka-clients-{version}-", dir=config.JAVA_DIR) as tmp:
+        work = Path(tmp)
+        (work / "pom.xml").write_text(_RESOLVE_POM.format(version=version), encoding="utf-8")
+        lib = work / "lib"
+        _mvn(["dependency:copy-dependencies", f"-DoutputDirectory={lib}", "-DincludeScope=runtime"], work,
+             f"resolving kafka-clients {version}")
+        api = sorted(lib.glob("slf4j-api-*.jar"))
+        slf4j = api[0].name[len("slf4j-api-"):-len(".jar")] if api else config.SLF4J_FALLBACK_VERSION
+        extra = [f"org.slf4j:slf4j-simple:{slf4j}"] + ([] if api else [f"org.slf4j:slf4j-api:{slf4j}"])
+        for artifact in extra:
+            _mvn(["dependency:copy", f"-Dartifact={artifact}", f"-DoutputDirectory={lib}"], work,
+                 f"resolving {artifact}")
+        if not (lib / f"kafka-clients-{version}.jar").is_file():
+            raise SuiteError(f"resolving kafka-clients {version}: no kafka-clients-{version}.jar in {sorted(os.listdir(lib))}")
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(lib, target)
+    return target
+
+
+# --------------------------------------------------------------------------- run
+
+
+def classpath(version: str) -> str:
+    return f"{harness_jar()}{os.pathsep}{clients_dir(version)}/*"
+
+
+def command(version: str, config_path: Path) -> tuple[list[str], dict[str, str]]:
+    if not is_installed(version):
+        raise UsageError(f"java@{version} is not set up; run: conformance setup --clients java@{version}")
+    java = shutil.which("java") or "java"
+    argv = [java, *config.JAVA_HARNESS_JVM_FLAGS, "-cp", classpath(version), MAIN_CLASS, str(config_path)]
+    return argv, {}
