@@ -192,3 +192,22 @@ GOLDEN_SARAMA_RELEASES: tuple[tuple[str, str], ...] = (
 
 #: kafka-python releases (each in its own venv VENVS_DIR/golden-kafka-python-<v>).
 GOLDEN_KAFKA_PYTHON_VERSIONS: tuple[str, ...] = ("2.3.3", "3.0.12")
+
+# ---------------------------------------------------------------------------
+# Reference consumer (conformance/reference): its client-side settings.
+# ---------------------------------------------------------------------------
+
+#: Auto-commit interval of commit_mode "auto" (Java's default).
+REFERENCE_AUTO_COMMIT_INTERVAL_MS: int = 5_000
+#: How long a Fetch waits for data at the broker; bounds how late a rejoin/stop is noticed.
+REFERENCE_FETCH_MAX_WAIT_MS: int = 200
+#: Request timeout for everything but JoinGroup (which waits up to the rebalance timeout).
+REFERENCE_REQUEST_TIMEOUT_MS: int = 30_000
+#: Back-off after a failed request before retrying (coordinator lookup, reconnect).
+REFERENCE_RETRY_BACKOFF_MS: int = 200
+#: How often the leader re-reads topic metadata to notice new partitions.
+REFERENCE_METADATA_REFRESH_MS: int = 2_000
+#: Delay before every SyncGroup under the ``slow-sync`` fault.
+REFERENCE_SLOW_SYNC_DELAY_MS: int = 3_000
+#: Assignors whose assignments L3 expects balanced (range is per topic and may not be).
+BALANCED_ASSIGNORS: tuple[str, ...] = ("cooperative-sticky", "sticky", "roundrobin")

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Regenerate every golden vector file under fixtures/golden/ from the REAL client libraries.
+#
+#   bash scripts/regen-golden.sh            # all libraries
+#   bash scripts/regen-golden.sh java       # only some: java, sarama, kafka-python
+#
+# Idempotent: downloads go to the caches named in conformance/config.py (Maven repo, Go module
+# cache, per-version venvs); a second run re-uses them and rewrites byte-identical files.
+# Each output file is written to a temp file and renamed into place, so an interrupted run
+# never leaves a half-written fixture. Needs network access only to the package registries,
+# and only the first time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+bash scripts/bootstrap.sh >/dev/null
+PY="$ROOT/.venv/bin/python"
+
+cfg() { "$PY" -c "from conformance import config as c; print($1)"; }
+GOLDEN_DIR=$(cfg 'c.GOLDEN_DIR')
+MAVEN_REPO=$(cfg 'c.MAVEN_REPO')
+GO_DIR=$(cfg 'c.GO_DIR')
+VENVS_DIR=$(cfg 'c.VENVS_DIR')
+mkdir -p "$GOLDEN_DIR" "$MAVEN_REPO" "$GO_DIR" "$VENVS_DIR"
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+
+# write_fixture RAW_JSON NAME: validate, pretty-print deterministically, rename into place.
+write_fixture() {
+  "$PY" - "$1" "$GOLDEN_DIR/$2" <<'EOF'
+import json, os, sys
+src, dst = sys.argv[1], sys.argv[2]
+with open(src, encoding="utf-8") as f:
+    vectors = json.load(f)
+if not isinstance(vectors, list) or not vectors:
+    sys.exit(f"regen-golden: {src} holds no vectors")
+ids = [v["id"] for v in vectors]
+dups = sorted({i for i in ids if ids.count(i) > 1})
+if dups:
+    sys.exit(f"regen-golden: duplicate vector ids in {src}: {dups}")
+tmp = dst + ".tmp"
+with open(tmp, "w", encoding="utf-8") as f:
+    json.dump(vectors, f, indent=1, ensure_ascii=False)
+    f.write("\n")
+os.replace(tmp, dst)
+print(f"regen-golden: wrote {dst} ({len(vectors)} vectors)")
+EOF
+}
+
+regen_java() {
+  local dir="$ROOT/clients/java/golden" mvn=(mvn -q -B -Dstyle.color=never "-Dmaven.repo.local=$MAVEN_REPO")
+  # Compiled once against the oldest API (the pom's default kafka.version, 2.4.1).
+  (cd "$dir" && "${mvn[@]}" compile)
+  for v in $(cfg '" ".join(c.GOLDEN_JAVA_VERSIONS)'); do
+    (cd "$dir" && "${mvn[@]}" dependency:build-classpath "-Dkafka.version=$v" \
+        "-Dmdep.outputFile=$WORK/cp-$v.txt" >/dev/null)
+    java -cp "$dir/target/classes:$(cat "$WORK/cp-$v.txt")" conformance.golden.GoldenVectors >"$WORK/java-$v.json"
+    write_fixture "$WORK/java-$v.json" "java-$v.json"
+  done
+}
+
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(java sarama kafka-python)
+for t in "${targets[@]}"; do
+  case "$t" in
+    java) regen_java ;;
+    *) echo "regen-golden: unknown library '$t' (known: java, sarama, kafka-python)" >&2; exit 2 ;;
+  esac
+done
