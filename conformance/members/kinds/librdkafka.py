@@ -1,0 +1,159 @@
+"""Member kind ``librdkafka``: librdkafka through confluent-kafka-python.
+
+``librdkafka@V`` means the confluent-kafka wheel ``V`` from PyPI (which bundles
+the librdkafka of the same version), installed in its own virtual environment
+``config.VENVS_DIR/librdkafka-V`` so several versions coexist. The harness is
+``clients/librdkafka/harness.py`` run by that venv's interpreter with the
+repository root on ``PYTHONPATH`` (it imports :mod:`conformance.history`).
+
+Versions: only binary wheels are used (no build of librdkafka from source). The
+venvs use the suite's Python 3.11, and PyPI has no cp311 wheel of any
+confluent-kafka 1.x: the oldest version with a cp311 manylinux wheel is 2.0.2
+(checked with ``pip download --only-binary=:all: --python-version 3.11``
+against every 1.x, late 2026). So the old version the suite tests is 2.0.2;
+asking for 1.x gives a :class:`UsageError` that says so.
+
+This module also holds :func:`install_pypi_venv`, the atomic, idempotent
+per-version venv installer that the kafka-python kind shares.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conformance import config
+from conformance.errors import SuiteError, UsageError
+
+KIND = "librdkafka"
+PYPI_PACKAGE = "confluent-kafka"
+HARNESS: Path = config.CLIENTS_DIR / "librdkafka" / "harness.py"
+
+#: Versions exercised by tests/test_harness_librdkafka.py against a real broker.
+KNOWN_VERSIONS: tuple[str, ...] = ("2.16.1", "2.0.2")
+
+#: The first confluent-kafka with the cooperative-sticky assignor and
+#: incremental_assign/unassign (KIP-429 support in librdkafka 1.6.0).
+FIRST_COOPERATIVE = (1, 6, 0)
+
+_MARKER = ".conformance-installed.json"
+
+
+def _vtuple(version: str) -> tuple[int, ...]:
+    """``"2.16.1"`` -> ``(2, 16, 1)``; non-numeric parts end the tuple."""
+    parts: list[int] = []
+    for piece in version.split("."):
+        m = re.match(r"\d+", piece)
+        if not m:
+            break
+        parts.append(int(m.group()))
+    return tuple(parts)
+
+
+def known_versions() -> list[str]:
+    return list(KNOWN_VERSIONS)
+
+
+def supports_cooperative(version: str) -> bool:
+    return _vtuple(version) >= FIRST_COOPERATIVE
+
+
+def strategies_supported(version: str) -> list[str]:
+    """librdkafka has range, roundrobin and (1.6+) cooperative-sticky; no eager ``sticky``."""
+    eager = ["range", "roundrobin"]
+    return (["cooperative-sticky"] if supports_cooperative(version) else []) + eager
+
+
+def venv_dir(kind: str, version: str) -> Path:
+    return config.VENVS_DIR / f"{kind}-{version}"
+
+
+def venv_python(kind: str, version: str) -> Path:
+    return venv_dir(kind, version) / "bin" / "python"
+
+
+def _pypi_versions(package: str) -> list[str]:
+    """Versions PyPI lists for ``package`` (via ``pip index versions``); [] if unknown."""
+    proc = subprocess.run([sys.executable, "-m", "pip", "index", "versions", package, "--disable-pip-version-check"],
+                          capture_output=True, text=True, timeout=120)
+    for line in proc.stdout.splitlines():
+        if line.strip().startswith("Available versions:"):
+            return [v.strip() for v in line.split(":", 1)[1].split(",") if v.strip()]
+    return []
+
+
+def _wheel_versions(pip_output: str) -> list[str]:
+    """The ``(from versions: ...)`` list of a failed ``pip install``: what has a usable wheel here."""
+    m = re.search(r"\(from versions: ([^)]*)\)", pip_output)
+    return [v.strip() for v in m.group(1).split(",")] if m and m.group(1).strip() != "none" else []
+
+
+def install_pypi_venv(kind: str, package: str, version: str) -> Path:
+    """Install ``package==version`` (binary wheels only) into ``VENVS_DIR/<kind>-<version>``.
+
+    Guarantees: idempotent (a complete venv is reused; completeness is a marker
+    file written last); atomic (built in a temporary sibling directory and
+    renamed into place, so a crash never leaves a half venv under the final
+    name); safe against a concurrent install of the same venv (a lock file).
+    A version that does not exist, or has no wheel for this Python, raises
+    :class:`UsageError` naming the versions that do.
+    """
+    target = venv_dir(kind, version)
+    if (target / _MARKER).is_file():
+        return target
+    config.VENVS_DIR.mkdir(parents=True, exist_ok=True)
+    lock_path = config.VENVS_DIR / f".{kind}-{version}.lock"
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (target / _MARKER).is_file():
+            return target
+        tmp = config.VENVS_DIR / f".tmp-{kind}-{version}-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            subprocess.run([sys.executable, "-m", "venv", str(tmp)], check=True, capture_output=True, timeout=300)
+            proc = subprocess.run(
+                [str(tmp / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                 "--only-binary=:all:", f"{package}=={version}"],
+                capture_output=True, text=True, timeout=900)
+            if proc.returncode != 0:
+                out = proc.stdout + proc.stderr
+                if "No matching distribution" in out or "Could not find a version" in out:
+                    wheels = _wheel_versions(out)
+                    listed = _pypi_versions(package)
+                    if version in listed:
+                        raise UsageError(
+                            f"{kind}@{version}: {package} {version} exists on PyPI but has no binary wheel for "
+                            f"Python {sys.version_info.major}.{sys.version_info.minor} on this platform; versions "
+                            f"with one: {', '.join(wheels) or 'none'}")
+                    raise UsageError(f"{kind}@{version}: {package} has no version {version!r} on PyPI; "
+                                     f"versions with a wheel here: {', '.join(wheels or listed) or 'none found'}")
+                raise SuiteError(f"{kind}@{version}: pip install {package}=={version} failed "
+                                 f"(exit {proc.returncode}):\n{out[-2000:]}")
+            (tmp / _MARKER).write_text(json.dumps({"kind": kind, "package": package, "version": version,
+                                                   "installed_at": time.time()}) + "\n")
+            shutil.rmtree(target, ignore_errors=True)  # an incomplete leftover (no marker)
+            os.rename(tmp, target)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def ensure(version: str) -> None:
+    """Install confluent-kafka ``version`` into its own venv (idempotent)."""
+    install_pypi_venv(KIND, PYPI_PACKAGE, version)
+
+
+def python_env() -> dict[str, str]:
+    """Environment for a Python harness in its own venv: the repo root on PYTHONPATH."""
+    return {"PYTHONPATH": str(config.REPO_ROOT), "PYTHONUNBUFFERED": "1"}
+
+
+def command(version: str, config_path: Path) -> tuple[list[str], dict[str, str]]:
+    return [str(venv_python(KIND, version)), str(HARNESS), str(config_path)], python_env()
