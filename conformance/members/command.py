@@ -1,16 +1,44 @@
-"""`conformance clients` (being built; see the issue that owns this module)."""
+"""``conformance clients list``: every member kind, its default version and the versions known to work.
+
+Known versions come from each kind's module (``known_versions()``); a kind whose
+module is not built yet is listed as ``(not built)``. Installing a version is
+``conformance setup --clients KIND@VERSION,...``.
+"""
 
 from __future__ import annotations
 
 import argparse
 
+from conformance import config
 from conformance.errors import SuiteError
+from conformance.members.install import load_kind
+from conformance.members.kinds import KIND_MODULES
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("clients", help="list client kinds and versions")
-    p.set_defaults(func=_not_built)
+    sub = p.add_subparsers(dest="clients_command", metavar="ACTION")
+    ls = sub.add_parser("list", help="each kind, its default version and the versions known to work")
+    ls.set_defaults(func=list_clients)
+    p.set_defaults(func=list_clients)
 
 
-def _not_built(args: argparse.Namespace) -> int:
-    raise SuiteError("'clients' is not built yet")
+def rows() -> list[tuple[str, str, str]]:
+    """``(kind, default version, known versions or "(not built)")`` for every registered kind."""
+    out = []
+    for kind in KIND_MODULES:
+        default = config.DEFAULT_CLIENT_VERSIONS.get(kind, "-")
+        try:
+            known = ", ".join(load_kind(kind).known_versions()) or "(none tested)"
+        except SuiteError:
+            known = "(not built)"
+        out.append((kind, default, known))
+    return out
+
+
+def list_clients(args: argparse.Namespace) -> int:
+    table = [("KIND", "DEFAULT", "KNOWN TO WORK"), *rows()]
+    widths = [max(len(r[i]) for r in table) for i in range(2)]
+    for kind, default, known in table:
+        print(f"{kind:<{widths[0]}}  {default:<{widths[1]}}  {known}")
+    return 0

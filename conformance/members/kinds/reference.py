@@ -1,0 +1,41 @@
+"""The reference member kind: this project's own cooperative consumer.
+
+It runs from the suite's own virtual environment as
+``python -m conformance.reference CONFIG`` (built in :mod:`conformance.reference`),
+so there is nothing to install and exactly one version: the suite's.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from conformance import config
+from conformance.members.harness_config import STRATEGIES
+
+KIND = "reference"
+
+
+def known_versions() -> list[str]:
+    return [config.DEFAULT_CLIENT_VERSIONS[KIND]]
+
+
+def ensure(version: str) -> None:
+    """Nothing to install; the version must be the suite's own (UsageError otherwise)."""
+    from conformance.errors import UsageError
+
+    if version not in known_versions():
+        raise UsageError(f"reference@{version}: the reference consumer is part of the suite and has one version: "
+                         f"{', '.join(known_versions())}")
+
+
+def command(version: str, config_path: Path) -> tuple[list[str], dict[str, str]]:
+    return [sys.executable, "-m", "conformance.reference", str(config_path)], {}
+
+
+def supports_cooperative(version: str) -> bool:
+    return True
+
+
+def strategies_supported(version: str) -> list[str]:
+    return list(STRATEGIES)
