@@ -89,18 +89,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "decode",
         help="decode embedded consumer-protocol bytes (subscription, assignment, assignor userdata) to JSON",
-        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        description=(
+            "Print embedded consumer-protocol bytes as one JSON object. Malformed input prints "
+            "'error at byte N: REASON' on stderr and exits 2."
+        ),
     )
     kinds = p.add_subparsers(dest="what", metavar="WHAT", required=True)
     sub = kinds.add_parser("subscription", help="a ConsumerProtocolSubscription (JoinGroup protocol metadata)")
-    sub.add_argument("hex", metavar="HEX")
+    sub.add_argument("hex", metavar="HEX", help="hex digits (whitespace and a leading 0x are ignored)")
     sub.set_defaults(func=_run, decode=lambda data, args: subscription_json(decode_subscription(data)))
     asg = kinds.add_parser("assignment", help="a ConsumerProtocolAssignment (SyncGroup assignment)")
-    asg.add_argument("hex", metavar="HEX")
+    asg.add_argument("hex", metavar="HEX", help="hex digits (whitespace and a leading 0x are ignored)")
     asg.set_defaults(func=_run, decode=lambda data, args: assignment_json(decode_assignment(data)))
     ud = kinds.add_parser("userdata", help='assignor UserData ("null" for a null one)')
     ud.add_argument("--assignor", metavar="NAME", help="the assignor (protocol name) that wrote it, e.g. cooperative-sticky")
-    ud.add_argument("hex", metavar="HEX")
+    ud.add_argument("hex", metavar="HEX", help="hex digits (whitespace and a leading 0x are ignored)")
     ud.set_defaults(func=_run, decode=_decode_userdata)
 
 
