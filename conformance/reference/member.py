@@ -1,0 +1,709 @@
+"""The reference cooperative consumer: one classic-protocol group member (KIP-429).
+
+Threads and who owns what
+-------------------------
+
+- The **main thread** owns every state change and every history event about
+  ownership: it starts rejoins, applies assignments (revoke what was lost,
+  add what was gained), fetches and processes records, commits, and closes.
+- A **join worker** (one at a time) runs JoinGroup (with the MEMBER_ID_REQUIRED
+  handshake), the leader's assignment and SyncGroup on its own connection and
+  hands a :class:`JoinResult` back; in cooperative mode the main thread keeps
+  consuming its partitions meanwhile.
+- The **heartbeat thread** heartbeats while the member is stable and only
+  raises flags (rejoin needed / fenced) for the main thread.
+
+Protocol (Java's rule): the member is cooperative when every configured
+strategy supports cooperative rebalancing (only ``cooperative-sticky`` does),
+eager otherwise -- so ``[cooperative-sticky, range]`` is the first bounce of
+the eager-to-cooperative upgrade: it revokes everything before every join even
+when the group picks cooperative-sticky. The leader always runs the assignor the
+group chose (JoinGroup's protocol name).
+
+Constraints any change must keep
+--------------------------------
+
+1. OwnedPartitions in a JoinGroup equal what the history says the member owns
+   at that moment (unless the stale-owned-partitions fault says otherwise).
+2. ``revoked`` is recorded after the commit of those partitions and before the
+   rejoin that follows; ``assigned`` after the positions of new partitions are known.
+3. ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID: everything owned
+   is ``lost`` (no commit), the generation (and for the latter two the member
+   id) is reset, and the member rejoins. REBALANCE_IN_PROGRESS: rejoin keeping
+   owned partitions.
+4. A cooperative member that revoked anything rejoins at once (follow-up).
+5. ``consumed`` only for partitions the history says are owned (skip-revoke
+   keeps consuming partitions it never recorded as revoked: still true).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+from kafka.errors import for_code
+from kafka.protocol.consumer import (
+    FetchRequest,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    ListOffsetsRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+    SyncGroupRequest,
+)
+from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
+from kafka.record import MemoryRecords
+
+from conformance import config
+from conformance.history import HistoryWriter
+from conformance.members.harness_config import HarnessConfig
+from conformance.protocol import DecodeError, Subscription, decode_assignment, encode_subscription
+from conformance.protocol.userdata import encode_sticky_userdata
+from conformance.reference.assignor import TP, AssignorError, MemberClaim, assign, is_cooperative
+from conformance.reference.claims import (
+    BadSubscription,
+    claim_from_metadata,
+    from_topic_partitions,
+    plan_bytes,
+    to_topic_partitions,
+)
+from conformance.reference.connection import Connection, ConnectionLost, split_address
+from conformance.reference.faults import Faults
+
+CLIENT_VERSION = config.DEFAULT_CLIENT_VERSIONS["reference"]
+
+# Error codes the member reacts to (Kafka's protocol error table).
+NONE = 0
+OFFSET_OUT_OF_RANGE = 1
+COORDINATOR_LOAD_IN_PROGRESS = 14
+COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
+ILLEGAL_GENERATION = 22
+INCONSISTENT_GROUP_PROTOCOL = 23
+INVALID_GROUP_ID = 24
+UNKNOWN_MEMBER_ID = 25
+INVALID_SESSION_TIMEOUT = 26
+REBALANCE_IN_PROGRESS = 27
+GROUP_AUTHORIZATION_FAILED = 30
+MEMBER_ID_REQUIRED = 79
+GROUP_MAX_SIZE_REACHED = 81
+FENCED_INSTANCE_ID = 82
+
+FENCING = {ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID}
+COORDINATOR_MOVED = {COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR}
+FATAL_GROUP_ERRORS = {INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID, INVALID_SESSION_TIMEOUT,
+                      GROUP_AUTHORIZATION_FAILED, GROUP_MAX_SIZE_REACHED}
+
+
+def error_name(code: int) -> str:
+    try:
+        return f"{for_code(code).__name__}({code})"
+    except Exception:  # noqa: BLE001 - an unknown code is still reported by number
+        return f"error({code})"
+
+
+class FatalClientError(Exception):
+    """The member cannot go on; the message says what happened."""
+
+
+@dataclass
+class JoinResult:
+    """What a join round produced: an assignment, or the error that ended it."""
+
+    member_id: str
+    generation: int = -1
+    protocol: str | None = None
+    leader: str | None = None
+    partitions: list[TP] = field(default_factory=list)
+    error: int = NONE
+    stage: str = ""
+    exception: str | None = None
+
+
+class ReferenceMember:
+    """One reference consumer process (see the module docstring)."""
+
+    def __init__(self, cfg: HarnessConfig, history: HistoryWriter) -> None:
+        self.cfg = cfg
+        self.history = history
+        extra = cfg.extra or {}
+        self.faults = Faults.parse(extra.get("faults"))
+        configured = int(extra.get("subscription_version", 3))
+        if not 0 <= configured <= 3:
+            raise FatalClientError(f"extra.subscription_version must be 0-3, got {configured}")
+        self.sub_version = self.faults.subscription_version(configured)
+        self.cooperative = all(is_cooperative(s) for s in cfg.assignment_strategies)
+        self.protocol_label = "cooperative" if self.cooperative else "eager"
+        self.topics = sorted(set(cfg.topics))
+        self.static = cfg.group_instance_id is not None
+
+        host, port = split_address(cfg.bootstrap_servers.split(",")[0])
+        timeout = config.REFERENCE_REQUEST_TIMEOUT_MS / 1000.0
+        self.bootstrap = Connection(host, port, cfg.client_id, timeout)
+        self.coord: Connection | None = None       # heartbeat, commit, offset fetch, leave
+        self.join_conn: Connection | None = None   # join worker only
+        self.data = Connection(host, port, cfg.client_id, timeout)  # metadata, list offsets, fetch
+
+        self.member_id = ""
+        self.generation = -1
+        self.group_protocol: str | None = None
+        self.is_leader = False
+        self.owned: set[TP] = set()          # what the group gave us (declared in JoinGroup)
+        self.fetching: set[TP] = set()       # what the history says we own (== owned unless skip-revoke)
+        self.previous_owned: set[TP] = set() # owned one generation earlier (stale-owned-partitions)
+        self.eager_previous: set[TP] = set() # last eager assignment (sticky userData)
+        self.positions: dict[TP, int] = {}
+        self.committed: dict[TP, int] = {}
+
+        self.stop_event = threading.Event()
+        self._flag_lock = threading.Lock()
+        self.rejoin_reason: str | None = "initial join"
+        self.fenced_reason: tuple[int, str] | None = None
+        self.join_future: concurrent.futures.Future[JoinResult] | None = None
+        self.executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="join")
+        self.assigned_counts: dict[str, int] = {}
+        self.next_metadata_check = 0.0
+        self.next_auto_commit = time.monotonic() + config.REFERENCE_AUTO_COMMIT_INTERVAL_MS / 1000.0
+        self._update_context()
+
+    # ------------------------------------------------------------------ helpers
+
+    def _update_context(self) -> None:
+        self.history.context.update({"member_id": self.member_id or None,
+                                     "generation": self.generation if self.generation >= 0 else None,
+                                     "protocol": self.protocol_label})
+
+    def log(self, message: str) -> None:
+        print(f"[{self.cfg.member} {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+    def error(self, message: str, fatal: bool = False) -> None:
+        self.log(("FATAL " if fatal else "error ") + message)
+        self.history.record("error", error=message, fatal=fatal)
+
+    def request_rejoin(self, reason: str) -> None:
+        with self._flag_lock:
+            if self.rejoin_reason is None:
+                self.rejoin_reason = reason
+
+    def _fenced(self, code: int, where: str, generation: int) -> None:
+        with self._flag_lock:
+            if generation == self.generation and self.fenced_reason is None:
+                self.fenced_reason = (code, f"{error_name(code)} on {where}")
+
+    def _sleep(self, seconds: float) -> None:
+        self.stop_event.wait(seconds)
+
+    @property
+    def stable(self) -> bool:
+        return self.generation >= 0 and self.join_future is None and not self.stop_event.is_set()
+
+    # ------------------------------------------------------------ coordinator
+
+    def find_coordinator(self) -> None:
+        """FindCoordinator until it answers; builds the coordinator connections."""
+        while not self.stop_event.is_set():
+            try:
+                resp = self.bootstrap.request(FindCoordinatorRequest(key=self.cfg.group_id, key_type=0))
+            except ConnectionLost as exc:
+                self.error(f"FindCoordinator: {exc}")
+                self._sleep(config.REFERENCE_RETRY_BACKOFF_MS / 1000.0)
+                continue
+            if resp.error_code != NONE:
+                self.log(f"FindCoordinator: {error_name(resp.error_code)}; retrying")
+                self._sleep(config.REFERENCE_RETRY_BACKOFF_MS / 1000.0)
+                continue
+            timeout = config.REFERENCE_REQUEST_TIMEOUT_MS / 1000.0
+            if self.coord is None or self.coord.address != f"{resp.host}:{resp.port}":
+                for conn in (self.coord, self.join_conn):
+                    if conn is not None:
+                        conn.close()
+                self.coord = Connection(resp.host, resp.port, self.cfg.client_id, timeout)
+                self.join_conn = Connection(resp.host, resp.port, self.cfg.client_id, timeout)
+            return
+
+    # ------------------------------------------------------------ subscription
+
+    def _user_data(self, strategy: str) -> bytes | None:
+        if any(f.startswith("userdata-") for f in self.faults.names):
+            return self.faults.user_data(self.generation)
+        if strategy == "cooperative-sticky":
+            return self.faults.user_data(self.generation)
+        if strategy == "sticky":
+            return encode_sticky_userdata(to_topic_partitions(self.eager_previous), self.generation)
+        return None
+
+    def subscription(self, strategy: str) -> Subscription:
+        """This member's subscription for ``strategy``, as it goes on the wire."""
+        declared = self.faults.declared_owned(self.owned, self.previous_owned) if self.cooperative else set()
+        return Subscription(version=self.sub_version, topics=tuple(self.topics),
+                            user_data=self._user_data(strategy),
+                            owned_partitions=to_topic_partitions(declared),
+                            generation_id=self.generation, rack_id=self.cfg.rack_id,
+                            trailing=self.faults.trailing())
+
+    # ------------------------------------------------------------ join worker
+
+    def _join_round(self, protocols: list[tuple[str, bytes]], member_id: str, reason: str) -> JoinResult:
+        """JoinGroup (+ handshake), leader assignment, SyncGroup. Runs in the join worker."""
+        conn = self.join_conn
+        assert conn is not None
+        rebalance_timeout = self.cfg.max_poll_interval_ms
+        timeout_s = rebalance_timeout / 1000.0 + 10.0
+        for _ in range(3):
+            req = JoinGroupRequest(
+                group_id=self.cfg.group_id, session_timeout_ms=self.cfg.session_timeout_ms,
+                rebalance_timeout_ms=rebalance_timeout, member_id=member_id,
+                group_instance_id=self.cfg.group_instance_id, protocol_type="consumer",
+                protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name=n, metadata=m) for n, m in protocols],
+                reason=reason)
+            try:
+                resp = conn.request(req, timeout_s)
+            except ConnectionLost as exc:
+                return JoinResult(member_id=member_id, stage="JoinGroup", exception=str(exc))
+            if resp.error_code == MEMBER_ID_REQUIRED:
+                member_id = resp.member_id
+                continue
+            if resp.error_code != NONE:
+                return JoinResult(member_id=member_id, error=resp.error_code, stage="JoinGroup")
+            break
+        else:
+            return JoinResult(member_id=member_id, error=MEMBER_ID_REQUIRED, stage="JoinGroup")
+        member_id, generation, protocol = resp.member_id, resp.generation_id, resp.protocol_name
+        result = JoinResult(member_id=member_id, generation=generation, protocol=protocol, leader=resp.leader)
+        assignments: list = []
+        if resp.leader == member_id:
+            try:
+                encoded = self._lead(resp.members, protocol, conn)
+            except ConnectionLost as exc:
+                result.stage, result.exception = "leader metadata", str(exc)
+                return result
+            assignments = [SyncGroupRequest.SyncGroupRequestAssignment(member_id=m, assignment=b)
+                           for m, b in sorted(encoded.items())]
+        if self.faults.sync_delay_s:
+            time.sleep(self.faults.sync_delay_s)
+        sync = SyncGroupRequest(group_id=self.cfg.group_id, generation_id=generation, member_id=member_id,
+                                group_instance_id=self.cfg.group_instance_id, protocol_type="consumer",
+                                protocol_name=protocol, assignments=assignments)
+        try:
+            sresp = conn.request(sync, timeout_s)
+        except ConnectionLost as exc:
+            result.stage, result.exception = "SyncGroup", str(exc)
+            return result
+        if sresp.error_code != NONE:
+            result.error, result.stage = sresp.error_code, "SyncGroup"
+            return result
+        try:
+            result.partitions = from_topic_partitions(decode_assignment(bytes(sresp.assignment)).assigned_partitions)
+        except DecodeError as exc:
+            result.stage, result.exception = "SyncGroup", f"assignment does not decode: {exc} ({bytes(sresp.assignment)[:64].hex()})"
+        return result
+
+    def partition_counts(self, topics: set[str], conn: Connection) -> dict[str, int]:
+        req = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in sorted(topics)],
+                              allow_auto_topic_creation=False)
+        resp = conn.request(req)
+        return {t.name: len(t.partitions) for t in resp.topics if t.error_code == NONE}
+
+    def _lead(self, members: list, protocol: str, conn: Connection) -> dict[str, bytes]:
+        """As leader: decode every subscription, run the group's assignor, encode the result."""
+        claims: dict[str, MemberClaim] = {}
+        for m in members:
+            try:
+                _, claims[m.member_id] = claim_from_metadata(m.member_id, bytes(m.metadata), protocol,
+                                                             m.group_instance_id)
+            except BadSubscription as exc:
+                self.error(f"as leader of generation: {exc}; that member gets nothing")
+                claims[m.member_id] = MemberClaim(member_id=m.member_id, topics=frozenset())
+        topics = set().union(*(c.topics for c in claims.values())) if claims else set()
+        counts = self.partition_counts(topics, conn)
+        try:
+            plan = assign(protocol, claims, counts)
+        except AssignorError as exc:
+            self.error(f"as leader: assignor {protocol!r} failed: {exc}")
+            plan = assign("range", claims, counts)
+        assignment = {m: list(tps) for m, tps in plan.assignment.items()}
+        if self.faults.leader_reassigns_owned:
+            for tp, m in plan.withheld.items():
+                assignment[m].append(tp)
+        elif plan.withheld:
+            self.log(f"as leader: withheld {sorted(plan.withheld.items())} until their owners revoke them")
+        self.assigned_counts = {t: counts[t] for t in self.topics if t in counts}
+        self.log(f"as leader ({protocol}): {[(m, len(t)) for m, t in sorted(assignment.items())]}")
+        return plan_bytes(assignment)
+
+    # ------------------------------------------------------------ main thread
+
+    def start_join(self, reason: str) -> None:
+        if not self.cooperative and self.fetching:
+            # Eager: commit and revoke everything before joining.
+            self.commit(sorted(self.fetching), "eager revoke before join")
+            self.history.record("revoked", partitions=[list(tp) for tp in sorted(self.fetching)])
+            self.eager_previous = set(self.owned)
+            self.owned, self.fetching = set(), set()
+        protocols = [(s, encode_subscription(self.subscription(s))) for s in self.cfg.assignment_strategies]
+        self.log(f"joining (member_id={self.member_id!r}, generation={self.generation}, "
+                 f"owned={sorted(self.owned)}): {reason}")
+        self.join_future = self.executor.submit(self._join_round, protocols, self.member_id, reason)
+
+    def lose_everything(self, code: int, reason: str) -> None:
+        """Constraint 3: partitions lost, state reset."""
+        if self.fetching:
+            self.history.record("lost", partitions=[list(tp) for tp in sorted(self.fetching)], reason=reason)
+        for tp in self.fetching:
+            self.positions.pop(tp, None)
+        self.owned, self.fetching, self.previous_owned = set(), set(), set()
+        self.generation = -1
+        if code in (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID):
+            self.member_id = ""
+        self.is_leader = False
+        self._update_context()
+        self.request_rejoin(f"rejoin after {reason}")
+
+    def finish_join(self, result: JoinResult) -> None:
+        self.join_future = None
+        if result.exception is not None:
+            self.error(f"{result.stage}: {result.exception}")
+            if result.stage in ("JoinGroup", "SyncGroup"):
+                self.find_coordinator()
+            self._sleep(config.REFERENCE_RETRY_BACKOFF_MS / 1000.0)
+            self.request_rejoin(f"retry after {result.stage} failure")
+            return
+        if result.error != NONE:
+            what = f"{error_name(result.error)} on {result.stage}"
+            if result.error in FATAL_GROUP_ERRORS:
+                raise FatalClientError(what)
+            if result.error in FENCING:
+                self.error(what)
+                self.member_id = result.member_id if result.error == ILLEGAL_GENERATION else ""
+                self.lose_everything(result.error, what)
+                return
+            if result.error in COORDINATOR_MOVED:
+                self.log(what)
+                self.find_coordinator()
+            elif result.error != REBALANCE_IN_PROGRESS:
+                self.error(what)
+            self.member_id = result.member_id
+            self._sleep(config.REFERENCE_RETRY_BACKOFF_MS / 1000.0)
+            self.request_rejoin(f"rejoin after {what}")
+            return
+        self.apply_assignment(result)
+
+    def apply_assignment(self, result: JoinResult) -> None:
+        new = set(result.partitions)
+        self.member_id, self.generation, self.group_protocol = result.member_id, result.generation, result.protocol
+        self.is_leader = result.leader == result.member_id
+        self._update_context()
+        if self.cooperative:
+            revoked = self.owned - new
+            added = new - self.owned
+            self.previous_owned = set(self.owned)
+            if revoked:
+                if self.faults.skip_revoke:
+                    self.log(f"skip-revoke: keeps consuming {sorted(revoked)} it was told to give up")
+                else:
+                    self.commit(sorted(revoked), "revoke")
+                    self.history.record("revoked", partitions=[list(tp) for tp in sorted(revoked)])
+                    self.fetching -= revoked
+                    for tp in revoked:
+                        self.positions.pop(tp, None)
+                self.owned -= revoked
+                if self.faults.no_follow_up_rejoin:
+                    self.log("no-follow-up-rejoin: not rejoining after revoking")
+                else:
+                    self.request_rejoin(f"follow-up after revoking {len(revoked)} partitions")
+        else:
+            added = new
+            self.previous_owned = set(self.owned)
+        self.init_positions(sorted(added - set(self.positions)))
+        self.owned |= added
+        self.fetching |= added
+        self.history.record("assigned", partitions=[list(tp) for tp in sorted(added)])
+        self.log(f"generation {self.generation} ({self.group_protocol}{', leader' if self.is_leader else ''}): "
+                 f"owns {sorted(self.owned)}")
+
+    def init_positions(self, tps: list[TP]) -> None:
+        """Committed offsets for ``tps``, else the auto_offset_reset position."""
+        if not tps:
+            return
+        assert self.coord is not None
+        by_topic: dict[str, list[int]] = {}
+        for t, p in tps:
+            by_topic.setdefault(t, []).append(p)
+        req = OffsetFetchRequest(group_id=self.cfg.group_id, require_stable=True, topics=[
+            OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=ps) for t, ps in sorted(by_topic.items())])
+        missing = list(tps)
+        try:
+            resp = self.coord.request(req)
+            if resp.error_code != NONE:
+                self.error(f"OffsetFetch: {error_name(resp.error_code)}")
+            else:
+                missing = []
+                for topic in resp.topics:
+                    for part in topic.partitions:
+                        tp = (topic.name, part.partition_index)
+                        if part.error_code == NONE and part.committed_offset >= 0:
+                            self.positions[tp] = part.committed_offset
+                            self.committed[tp] = part.committed_offset
+                        else:
+                            if part.error_code != NONE:
+                                self.error(f"OffsetFetch {tp[0]}-{tp[1]}: {error_name(part.error_code)}")
+                            missing.append(tp)
+        except ConnectionLost as exc:
+            self.error(f"OffsetFetch: {exc}")
+        self.reset_positions(missing)
+
+    def reset_positions(self, tps: list[TP]) -> None:
+        if not tps:
+            return
+        ts = -2 if self.cfg.auto_offset_reset == "earliest" else -1
+        by_topic: dict[str, list[int]] = {}
+        for t, p in tps:
+            by_topic.setdefault(t, []).append(p)
+        LT = ListOffsetsRequest.ListOffsetsTopic
+        req = ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[
+            LT(name=t, partitions=[LT.ListOffsetsPartition(partition_index=p, timestamp=ts) for p in ps])
+            for t, ps in sorted(by_topic.items())])
+        try:
+            resp = self.data.request(req)
+        except ConnectionLost as exc:
+            self.error(f"ListOffsets: {exc}")
+            return
+        for topic in resp.topics:
+            for part in topic.partitions:
+                if part.error_code == NONE:
+                    self.positions[(topic.name, part.partition_index)] = part.offset
+                else:
+                    self.error(f"ListOffsets {topic.name}-{part.partition_index}: {error_name(part.error_code)}")
+
+    def commit(self, tps: list[TP], why: str) -> bool:
+        """Commit the positions of ``tps`` that moved since the last commit; record the outcome."""
+        offsets = {tp: self.positions[tp] for tp in tps if tp in self.positions
+                   and self.positions[tp] != self.committed.get(tp)}
+        if not offsets or self.generation < 0 or self.coord is None:
+            return True
+        by_topic: dict[str, list[tuple[int, int]]] = {}
+        for (t, p), o in sorted(offsets.items()):
+            by_topic.setdefault(t, []).append((p, o))
+        T = OffsetCommitRequest.OffsetCommitRequestTopic
+        generation = self.generation
+        req = OffsetCommitRequest(group_id=self.cfg.group_id, generation_id_or_member_epoch=generation,
+                                  member_id=self.member_id, group_instance_id=self.cfg.group_instance_id, topics=[
+            T(name=t, partitions=[T.OffsetCommitRequestPartition(partition_index=p, committed_offset=o,
+                                                                  committed_metadata="") for p, o in ps])
+            for t, ps in sorted(by_topic.items())])
+        listed = [[t, p, o] for (t, p), o in sorted(offsets.items())]
+        try:
+            resp = self.coord.request(req)
+        except ConnectionLost as exc:
+            self.history.record("committed", offsets=listed, error=str(exc), reason=why)
+            return False
+        errors = []
+        for topic in resp.topics:
+            for part in topic.partitions:
+                tp = (topic.name, part.partition_index)
+                if part.error_code == NONE:
+                    self.committed[tp] = offsets[tp]
+                else:
+                    errors.append((tp, part.error_code))
+        err = "; ".join(f"{t}-{p}: {error_name(c)}" for (t, p), c in errors) or None
+        self.history.record("committed", offsets=listed, error=err, reason=why)
+        codes = {c for _, c in errors}
+        if codes & FENCING:
+            self._fenced(min(codes & FENCING), "OffsetCommit", generation)
+        elif REBALANCE_IN_PROGRESS in codes:
+            self.request_rejoin("REBALANCE_IN_PROGRESS on OffsetCommit")
+        return not errors
+
+    def fetch_once(self) -> None:
+        tps = sorted(tp for tp in self.fetching if tp in self.positions)
+        if not tps:
+            self._sleep(0.05)
+            return
+        by_topic: dict[str, list[int]] = {}
+        for t, p in tps:
+            by_topic.setdefault(t, []).append(p)
+        FT = FetchRequest.FetchTopic
+        req = FetchRequest(replica_id=-1, max_wait_ms=config.REFERENCE_FETCH_MAX_WAIT_MS, min_bytes=1,
+                           max_bytes=4 << 20, isolation_level=0, session_id=0, session_epoch=-1,
+                           topics=[FT(topic=t, partitions=[FT.FetchPartition(
+                               partition=p, current_leader_epoch=-1, fetch_offset=self.positions[(t, p)],
+                               log_start_offset=-1, partition_max_bytes=256 << 10) for p in ps])
+                               for t, ps in sorted(by_topic.items())],
+                           forgotten_topics_data=[], rack_id=self.cfg.rack_id or "")
+        try:
+            resp = self.data.request(req)
+        except ConnectionLost as exc:
+            self.error(f"Fetch: {exc}")
+            self._sleep(config.REFERENCE_RETRY_BACKOFF_MS / 1000.0)
+            return
+        for topic in resp.responses:
+            for part in topic.partitions:
+                tp = (topic.topic, part.partition_index)
+                if part.error_code == OFFSET_OUT_OF_RANGE:
+                    self.error(f"Fetch {tp[0]}-{tp[1]}: {error_name(part.error_code)} at {self.positions.get(tp)}; resetting")
+                    self.reset_positions([tp])
+                elif part.error_code != NONE:
+                    self.error(f"Fetch {tp[0]}-{tp[1]}: {error_name(part.error_code)}")
+                elif part.records:
+                    self.process(tp, bytes(part.records))
+                if self._interrupted():
+                    return
+
+    def _interrupted(self) -> bool:
+        return (self.stop_event.is_set() or self.fenced_reason is not None
+                or (self.join_future is not None and self.join_future.done()))
+
+    def process(self, tp: TP, raw: bytes) -> None:
+        """Process the records of one partition from its position; one ``consumed`` event per batch."""
+        if tp not in self.fetching or tp not in self.positions:
+            return
+        position = self.positions[tp]
+        first = last = None
+        count = 0
+        delay = self.cfg.processing_delay_ms / 1000.0
+        records = MemoryRecords(raw)
+        while not self._interrupted():
+            batch = records.next_batch()
+            if batch is None:
+                break
+            if getattr(batch, "is_control_batch", False):
+                position = max(position, batch.next_offset if hasattr(batch, "next_offset") else position)
+                continue
+            for record in batch:
+                if record.offset < position:
+                    continue
+                if delay:
+                    time.sleep(delay)
+                first = record.offset if first is None else first
+                last = record.offset
+                count += 1
+                position = record.offset + 1
+                if self._interrupted():
+                    break
+        if count:
+            self.positions[tp] = position
+            self.history.record("consumed", topic=tp[0], partition=tp[1], first_offset=first,
+                                last_offset=last, count=count)
+            if self.cfg.commit_mode == "sync-batch":
+                self.commit([tp], "batch")
+
+    def check_metadata(self) -> None:
+        """Leader only: new partitions of a subscribed topic trigger a rejoin (Java's metadata snapshot)."""
+        now = time.monotonic()
+        if not self.is_leader or now < self.next_metadata_check:
+            return
+        self.next_metadata_check = now + config.REFERENCE_METADATA_REFRESH_MS / 1000.0
+        try:
+            counts = self.partition_counts(set(self.topics), self.data)
+        except ConnectionLost as exc:
+            self.error(f"Metadata: {exc}")
+            return
+        if self.assigned_counts and counts != self.assigned_counts:
+            self.request_rejoin(f"metadata changed: {self.assigned_counts} -> {counts}")
+            self.assigned_counts = counts
+
+    # ------------------------------------------------------------ heartbeat
+
+    def heartbeat_loop(self) -> None:
+        interval = self.cfg.heartbeat_interval_ms / 1000.0
+        while not self.stop_event.wait(interval):
+            if not self.stable or self.coord is None:
+                continue
+            generation, member_id = self.generation, self.member_id
+            req = HeartbeatRequest(group_id=self.cfg.group_id, generation_id=generation, member_id=member_id,
+                                   group_instance_id=self.cfg.group_instance_id)
+            try:
+                resp = self.coord.request(req, self.cfg.session_timeout_ms / 1000.0)
+            except ConnectionLost as exc:
+                self.error(f"Heartbeat: {exc}")
+                continue
+            code = resp.error_code
+            if code == NONE:
+                continue
+            if code == REBALANCE_IN_PROGRESS:
+                self.request_rejoin("REBALANCE_IN_PROGRESS on Heartbeat")
+            elif code in FENCING:
+                self._fenced(code, "Heartbeat", generation)
+            elif code in COORDINATOR_MOVED:
+                self.log(f"Heartbeat: {error_name(code)}")
+            else:
+                self.error(f"Heartbeat: {error_name(code)}")
+
+    # ------------------------------------------------------------ lifecycle
+
+    def run(self) -> int:
+        """Run until SIGTERM (stop_event); returns the exit code."""
+        self.history.record("started", strategies=list(self.cfg.assignment_strategies),
+                            faults=sorted(self.faults.names), subscription_version=self.sub_version)
+        heartbeat = threading.Thread(target=self.heartbeat_loop, name="heartbeat", daemon=True)
+        try:
+            self.find_coordinator()
+            heartbeat.start()
+            while not self.stop_event.is_set():
+                self.step()
+            self.close("sigterm")
+            return 0
+        except FatalClientError as exc:
+            self.error(str(exc), fatal=True)
+            self.history.record("stopped", reason=f"fatal: {exc}")
+            return 1
+        except Exception as exc:  # noqa: BLE001 - recorded, then the process exits non-zero
+            self.error(f"unexpected {type(exc).__name__}: {exc}", fatal=True)
+            self.history.record("stopped", reason=f"fatal: {type(exc).__name__}")
+            return 1
+        finally:
+            self.stop_event.set()
+            self.executor.shutdown(wait=False, cancel_futures=True)
+
+    def step(self) -> None:
+        with self._flag_lock:
+            fenced, self.fenced_reason = self.fenced_reason, None
+        if fenced is not None and self.join_future is None:
+            self.error(fenced[1])
+            self.lose_everything(fenced[0], fenced[1])
+        if self.join_future is None:
+            with self._flag_lock:
+                reason, self.rejoin_reason = self.rejoin_reason, None
+            if reason is not None:
+                self.start_join(reason)
+        if self.join_future is not None and self.join_future.done():
+            self.finish_join(self.join_future.result())
+            return
+        self.check_metadata()
+        if self.join_future is None or self.cooperative:
+            self.fetch_once()
+        else:
+            self._sleep(0.05)
+        if self.cfg.commit_mode == "auto" and time.monotonic() >= self.next_auto_commit:
+            self.next_auto_commit = time.monotonic() + config.REFERENCE_AUTO_COMMIT_INTERVAL_MS / 1000.0
+            self.commit(sorted(self.fetching), "auto")
+
+    def close(self, reason: str) -> None:
+        """Graceful close: abort a pending join, commit, record revoked, LeaveGroup (dynamic members only)."""
+        if self.join_future is not None and not self.join_future.done():
+            if self.join_conn is not None:
+                self.join_conn.close()
+            try:
+                self.join_future.result(timeout=5)
+            except Exception:  # noqa: BLE001 - the join is being abandoned on purpose
+                pass
+            self.join_future = None
+        if self.fetching:
+            self.commit(sorted(self.fetching), "close")
+            self.history.record("revoked", partitions=[list(tp) for tp in sorted(self.fetching)], reason="close")
+            self.owned, self.fetching = set(), set()
+        if not self.static and self.member_id and self.coord is not None:
+            req = LeaveGroupRequest(group_id=self.cfg.group_id, member_id=self.member_id, members=[
+                LeaveGroupRequest.MemberIdentity(member_id=self.member_id, group_instance_id=None,
+                                                 reason="the consumer is being closed")])
+            try:
+                resp = self.coord.request(req, 5.0)
+                if resp.error_code != NONE:
+                    self.error(f"LeaveGroup: {error_name(resp.error_code)}")
+            except ConnectionLost as exc:
+                self.error(f"LeaveGroup: {exc}")
+        self.history.record("stopped", reason=reason)
