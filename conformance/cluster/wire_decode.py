@@ -1,0 +1,282 @@
+"""Decoding the group APIs' Kafka frames into wire-capture records (contract section 4).
+
+A frame here is the bytes after the int32 size prefix. Requests start with a
+request header (v1: api_key, api_version, correlation_id, client_id; v2 adds
+tagged fields), responses with a response header (v0: correlation_id; v1 adds
+tagged fields). The header version follows the API's flexibleVersions in
+Kafka's JSON schemas (:data:`FLEXIBLE_FROM`).
+
+Bodies are decoded with kafka-python's schema-driven protocol classes for the
+classic group APIs (kafka.protocol.consumer.group; JoinGroup 0-9, SyncGroup
+0-5, Heartbeat 0-4, LeaveGroup 0-5, OffsetCommit 0-10). kafka-python has no
+ConsumerGroupHeartbeat (KIP-848, api 68), so that one is decoded here from its
+schema (versions 0-1, flexible from 0).
+
+Guarantee: every function either returns a record or raises
+:class:`WireDecodeError` with the reason; it never raises anything else for
+malformed input (the tap also guards against bugs, see :mod:`tap`).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, Callable
+
+#: api key -> name, for the APIs the tap records.
+GROUP_APIS: dict[int, str] = {8: "OffsetCommit", 11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup",
+                              14: "SyncGroup", 68: "ConsumerGroupHeartbeat"}
+
+#: api key -> first flexible version (request header v2 / response header v1 from here on).
+FLEXIBLE_FROM: dict[int, int] = {8: 8, 11: 6, 12: 4, 13: 4, 14: 4, 68: 0}
+
+#: api key -> highest version this module decodes.
+MAX_VERSION: dict[int, int] = {8: 10, 11: 9, 12: 4, 13: 5, 14: 5, 68: 1}
+
+_ENVELOPE = ("group_id", "member_id", "group_instance_id", "generation", "protocol_type", "error_code")
+
+
+class WireDecodeError(ValueError):
+    """A frame that cannot be decoded; ``str(e)`` is the reason recorded as ``undecodable``."""
+
+
+class _Reader:
+    """Primitive Kafka types over a bytes object, with bounds checks."""
+
+    def __init__(self, data: bytes, pos: int = 0) -> None:
+        self.data = data
+        self.pos = pos
+
+    def take(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > len(self.data):
+            raise WireDecodeError(f"truncated: need {n} bytes at offset {self.pos}, frame has {len(self.data)}")
+        out = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return out
+
+    def int8(self) -> int:
+        return struct.unpack(">b", self.take(1))[0]
+
+    def int16(self) -> int:
+        return struct.unpack(">h", self.take(2))[0]
+
+    def int32(self) -> int:
+        return struct.unpack(">i", self.take(4))[0]
+
+    def uvarint(self) -> int:
+        shift = value = 0
+        while True:
+            b = self.take(1)[0]
+            value |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return value
+            shift += 7
+            if shift > 35:
+                raise WireDecodeError(f"unsigned varint too long at offset {self.pos}")
+
+    def nullable_string(self) -> str | None:
+        n = self.int16()
+        return None if n < 0 else self._text(self.take(n))
+
+    def compact_nullable_string(self) -> str | None:
+        n = self.uvarint() - 1
+        return None if n < 0 else self._text(self.take(n))
+
+    def compact_string(self) -> str:
+        s = self.compact_nullable_string()
+        if s is None:
+            raise WireDecodeError(f"null where a non-nullable string is required (offset {self.pos})")
+        return s
+
+    def compact_array(self, item: Callable[[], Any]) -> list | None:
+        n = self.uvarint() - 1
+        if n < 0:
+            return None
+        if n > len(self.data) - self.pos:
+            raise WireDecodeError(f"array of {n} items cannot fit in the {len(self.data) - self.pos} bytes left")
+        return [item() for _ in range(n)]
+
+    def uuid(self) -> str:
+        return self.take(16).hex()
+
+    def tagged_fields(self) -> None:
+        for _ in range(self.uvarint()):
+            self.uvarint()
+            self.take(self.uvarint())
+
+    @staticmethod
+    def _text(raw: bytes) -> str:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise WireDecodeError(f"string is not UTF-8: {raw[:32].hex()}") from exc
+
+
+def peek_request(frame: bytes) -> tuple[int, int, int]:
+    """(api_key, api_version, correlation_id) of a request frame."""
+    if len(frame) < 8:
+        raise WireDecodeError(f"request frame of {len(frame)} bytes is shorter than a request header")
+    return struct.unpack(">hhi", frame[:8])
+
+
+def _hex(b: Any) -> str | None:
+    return None if b is None else bytes(b).hex()
+
+
+def _base(api_key: int, version: int, correlation_id: int, direction: str) -> dict[str, Any]:
+    rec: dict[str, Any] = {"api": GROUP_APIS.get(api_key, f"api{api_key}"), "api_key": api_key, "version": version,
+                           "correlation_id": correlation_id, "direction": direction}
+    rec.update({k: None for k in _ENVELOPE})
+    return rec
+
+
+def decode_request(frame: bytes) -> dict[str, Any]:
+    """A record for one request frame of a group API."""
+    api_key, version, correlation_id = peek_request(frame)
+    rec = _base(api_key, version, correlation_id, "request")
+    if api_key not in GROUP_APIS:
+        raise WireDecodeError(f"api key {api_key} is not a group API")
+    if not 0 <= version <= MAX_VERSION[api_key]:
+        raise WireDecodeError(f"{GROUP_APIS[api_key]} v{version} is beyond the decodable v0-v{MAX_VERSION[api_key]}")
+    r = _Reader(frame, 8)
+    rec["client_id"] = r.nullable_string()
+    if version >= FLEXIBLE_FROM[api_key]:
+        r.tagged_fields()
+    body = frame[r.pos:]
+    if api_key == 68:
+        rec.update(_cgh_request(_Reader(body), version))
+    else:
+        rec.update(_classic(api_key, version, body, request=True))
+    return rec
+
+
+def decode_response(frame: bytes, api_key: int, version: int) -> dict[str, Any]:
+    """A record for one response frame whose request was ``api_key`` at ``version``."""
+    r = _Reader(frame)
+    correlation_id = r.int32()
+    rec = _base(api_key, version, correlation_id, "response")
+    if version >= FLEXIBLE_FROM[api_key]:
+        r.tagged_fields()
+    body = frame[r.pos:]
+    if api_key == 68:
+        rec.update(_cgh_response(_Reader(body), version))
+    else:
+        rec.update(_classic(api_key, version, body, request=False))
+    return rec
+
+
+# -- classic group APIs through kafka-python ---------------------------------------------
+
+def _classes() -> dict[tuple[int, bool], Any]:
+    from kafka.protocol.consumer import group as g
+    return {(11, True): g.JoinGroupRequest, (11, False): g.JoinGroupResponse,
+            (14, True): g.SyncGroupRequest, (14, False): g.SyncGroupResponse,
+            (12, True): g.HeartbeatRequest, (12, False): g.HeartbeatResponse,
+            (13, True): g.LeaveGroupRequest, (13, False): g.LeaveGroupResponse,
+            (8, True): g.OffsetCommitRequest, (8, False): g.OffsetCommitResponse}
+
+
+_CLASSES: dict[tuple[int, bool], Any] | None = None
+
+
+def _classic(api_key: int, version: int, body: bytes, request: bool) -> dict[str, Any]:
+    global _CLASSES
+    if _CLASSES is None:
+        _CLASSES = _classes()
+    cls = _CLASSES[(api_key, request)]
+    try:
+        msg = cls.decode(body, version=version)
+    except Exception as exc:  # kafka-python raises assorted types on malformed bytes
+        raise WireDecodeError(f"{cls.__name__} v{version}: {type(exc).__name__}: {exc}") from exc
+    get = lambda name, default=None: getattr(msg, name, default)  # noqa: E731
+    out: dict[str, Any] = {}
+    if request:
+        out["group_id"] = get("group_id")
+        out["member_id"] = get("member_id")
+        out["group_instance_id"] = get("group_instance_id") if api_key != 13 else None
+        gen = get("generation_id_or_member_epoch") if api_key == 8 else get("generation_id")
+        out["generation"] = gen if api_key in (8, 12, 14) else None
+        out["protocol_type"] = get("protocol_type") if api_key in (11, 14) else None
+    else:
+        out["error_code"] = get("error_code")
+    if api_key == 11 and request:
+        out["protocols"] = [{"name": p.name, "metadata": _hex(p.metadata)} for p in get("protocols") or []]
+    elif api_key == 11:
+        out.update(generation=get("generation_id"), protocol_type=get("protocol_type"),
+                   member_id=get("member_id"), leader=get("leader"), protocol_name=get("protocol_name"),
+                   members=[{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                             "metadata": _hex(m.metadata)} for m in get("members") or []])
+    elif api_key == 14 and request:
+        out["protocol_name"] = get("protocol_name") if version >= 5 else None
+        out["assignments"] = [{"member_id": a.member_id, "assignment": _hex(a.assignment)}
+                              for a in get("assignments") or []]
+    elif api_key == 14:
+        out["protocol_type"] = get("protocol_type") if version >= 5 else None
+        out["protocol_name"] = get("protocol_name") if version >= 5 else None
+        out["assignment"] = _hex(get("assignment"))
+    elif api_key == 13 and request:
+        if version >= 3:
+            out["member_id"] = None
+            out["members"] = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id}
+                              for m in get("members") or []]
+        else:
+            out["members"] = [{"member_id": get("member_id"), "group_instance_id": None}]
+    elif api_key == 13 and version >= 3:
+        out["members"] = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                           "error_code": m.error_code} for m in get("members") or []]
+    elif api_key == 8 and request:
+        out["offsets"] = [[_topic(t, version), p.partition_index, p.committed_offset]
+                          for t in get("topics") or [] for p in t.partitions or []]
+    elif api_key == 8:
+        out["partition_errors"] = [[_topic(t, version), p.partition_index, p.error_code]
+                                   for t in get("topics") or [] for p in t.partitions or []]
+        codes = {e for _, _, e in out["partition_errors"]}
+        out["error_code"] = codes.pop() if len(codes) == 1 else (0 if not codes else None)
+    return out
+
+
+def _topic(t: Any, version: int) -> str:
+    """OffsetCommit names topics by name up to v9 and by topic id (hex) from v10."""
+    if version >= 10:
+        return _hex(getattr(t, "topic_id", None)) or ""
+    return t.name
+
+
+# -- ConsumerGroupHeartbeat (KIP-848), decoded from its schema ---------------------------
+
+def _cgh_topic_partitions(r: _Reader) -> dict[str, Any]:
+    topic_id = r.uuid()
+    partitions = r.compact_array(r.int32) or []
+    r.tagged_fields()
+    return {"topic_id": topic_id, "partitions": partitions}
+
+
+def _cgh_request(r: _Reader, version: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"group_id": r.compact_string(), "member_id": r.compact_string()}
+    out["member_epoch"] = r.int32()
+    out["generation"] = out["member_epoch"]
+    out["group_instance_id"] = r.compact_nullable_string()
+    out["rack_id"] = r.compact_nullable_string()
+    out["rebalance_timeout_ms"] = r.int32()
+    out["subscribed_topic_names"] = r.compact_array(r.compact_string)
+    out["subscribed_topic_regex"] = r.compact_nullable_string() if version >= 1 else None
+    out["server_assignor"] = r.compact_nullable_string()
+    out["owned"] = r.compact_array(lambda: _cgh_topic_partitions(r))
+    r.tagged_fields()
+    return out
+
+
+def _cgh_response(r: _Reader, version: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"throttle_time_ms": r.int32(), "error_code": r.int16()}
+    out["error_message"] = r.compact_nullable_string()
+    out["member_id"] = r.compact_nullable_string()
+    out["member_epoch"] = r.int32()
+    out["generation"] = out["member_epoch"]
+    out["heartbeat_interval_ms"] = r.int32()
+    present = r.int8()
+    if present < 0:
+        out["assigned"] = None
+    else:
+        out["assigned"] = r.compact_array(lambda: _cgh_topic_partitions(r)) or []
+        r.tagged_fields()
+    r.tagged_fields()
+    return out
