@@ -25,7 +25,6 @@ import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
-import org.apache.kafka.common.utils.AppInfoParser;
 
 /**
  * The Java member harness: one Kafka consumer driven by the harness contract
@@ -65,6 +64,8 @@ public final class Main {
     private final Map<TopicPartition, Long> consumed = new HashMap<>();
     private volatile boolean running = true;
     private volatile boolean exitingOnOwn = false;
+    /** Set when main() itself is exiting (any code): the shutdown hook then does nothing. */
+    private static volatile boolean exiting = false;
     private volatile boolean cleanClose = false;
     private final CountDownLatch finished = new CountDownLatch(1);
     private final Method groupMetadata;
@@ -102,7 +103,31 @@ public final class Main {
             System.exit(2);
             return;
         }
-        System.exit(new Main(cfg, history).run());
+        int code;
+        try {
+            code = new Main(cfg, history).run();
+        } catch (Throwable ex) {
+            // A harness bug or a library incompatibility: recorded, never a silent hang.
+            history.record("error", "error", "harness failure: " + describe(ex), "fatal", true);
+            System.err.println("java harness " + cfg.member + ": " + describe(ex));
+            ex.printStackTrace();
+            code = 4;
+        }
+        history.close();
+        exiting = true;
+        System.exit(code);
+    }
+
+    /** kafka-clients' own version (kafka/kafka-version.properties in its jar), or "unknown". */
+    static String libraryVersion() {
+        try (java.io.InputStream in = KafkaConsumer.class.getResourceAsStream("/kafka/kafka-version.properties")) {
+            if (in == null) return "unknown";
+            Properties p = new Properties();
+            p.load(in);
+            return p.getProperty("version", "unknown");
+        } catch (java.io.IOException ex) {
+            return "unknown";
+        }
     }
 
     private int run() {
@@ -122,7 +147,7 @@ public final class Main {
         Runtime.getRuntime().addShutdownHook(new Thread(this::onShutdown, "harness-shutdown"));
         consumer.subscribe(cfg.topics, new Listener());
         history.record("started",
-                "library_version", AppInfoParser.getVersion(),
+                "library_version", libraryVersion(),
                 "assignment_strategies", cfg.assignmentStrategies,
                 "group_protocol", cfg.groupProtocol,
                 "group_instance_id", cfg.groupInstanceId,
@@ -258,7 +283,7 @@ public final class Main {
     }
 
     private void onShutdown() {
-        if (exitingOnOwn) return;
+        if (exitingOnOwn || exiting) return;
         running = false;
         try {
             consumer.wakeup();
@@ -363,7 +388,7 @@ public final class Main {
                 ConsumerConfig.class.getField("GROUP_PROTOCOL_CONFIG");
             } catch (NoSuchFieldException ex) {
                 throw new HarnessConfig.BadConfig("group_protocol consumer (KIP-848) needs kafka-clients 3.7 or later, "
-                        + "this is " + AppInfoParser.getVersion());
+                        + "this is " + libraryVersion());
             }
             // The broker assigns; classic-only settings are rejected with this protocol.
             p.put("group.protocol", "consumer");
