@@ -67,21 +67,31 @@ def assignments(draw, versions=st.integers(0, 3)):
 newer = st.integers(4, 0x7FFF)
 
 
+def examples(n: int = 100) -> settings:
+    """Deterministic (derandomized, no example database) and without a deadline: a loaded
+    machine must not turn a slow example into a failure."""
+    return settings(max_examples=n, deadline=None, derandomize=True, database=None)
+
+
+@examples()
 @given(subscriptions())
 def test_subscription_roundtrip_v0_to_v3(s):
     assert decode_subscription(encode_subscription(s)) == s
 
 
+@examples()
 @given(subscriptions(newer))
 def test_subscription_roundtrip_newer_versions_with_trailing(s):
     assert decode_subscription(encode_subscription(s)) == s
 
 
+@examples()
 @given(assignments())
 def test_assignment_roundtrip_v0_to_v3(a):
     assert decode_assignment(encode_assignment(a)) == a
 
 
+@examples()
 @given(assignments(newer))
 def test_assignment_roundtrip_newer_versions_with_trailing(a):
     assert decode_assignment(encode_assignment(a)) == a
@@ -98,7 +108,7 @@ def _decode_only_decodeerror(decode, encode, data: bytes) -> None:
     assert encode(value) == data
 
 
-@settings(max_examples=300)
+@examples(300)
 @given(st.binary(max_size=64))
 def test_random_bytes_give_a_value_or_decodeerror(data):
     _decode_only_decodeerror(decode_subscription, encode_subscription, data)
@@ -130,18 +140,19 @@ def mutated(draw, valid):
     return bytes(data)
 
 
-@settings(max_examples=400)
+@examples(400)
 @given(mutated(subscriptions(st.integers(0, 6)).map(encode_subscription)))
 def test_mutated_subscriptions_give_a_value_or_decodeerror(data):
     _decode_only_decodeerror(decode_subscription, encode_subscription, data)
 
 
-@settings(max_examples=400)
+@examples(400)
 @given(mutated(assignments(st.integers(0, 6)).map(encode_assignment)))
 def test_mutated_assignments_give_a_value_or_decodeerror(data):
     _decode_only_decodeerror(decode_assignment, encode_assignment, data)
 
 
+@examples()
 @given(subscriptions(st.integers(0, 3)), st.binary(min_size=1, max_size=5))
 def test_extra_bytes_at_v0_to_v3_are_always_an_error(s, extra):
     data = encode_subscription(s)
@@ -158,7 +169,7 @@ def test_extra_bytes_at_v0_to_v3_are_always_an_error(s, extra):
 # ---------------------------------------------------------------------------
 
 
-@settings(max_examples=300)
+@examples(300)
 @given(st.none() | st.binary(max_size=48), st.none() | st.sampled_from(["sticky", "cooperative-sticky", "range", ""]))
 def test_classify_never_raises(data, assignor):
     info = classify_userdata(data, assignor)
@@ -169,13 +180,14 @@ def test_classify_never_raises(data, assignor):
         assert assignor not in ("sticky", "cooperative-sticky") and info.note
 
 
-@settings(max_examples=300)
+@examples(300)
 @given(mutated(st.tuples(tp_lists, st.none() | int32).map(lambda t: encode_sticky_userdata(*t))),
        st.none() | st.sampled_from(["sticky", "cooperative-sticky"]))
 def test_classify_never_raises_on_mutated_sticky(data, assignor):
     classify_userdata(data, assignor)
 
 
+@examples()
 @given(int32)
 def test_cooperative_generation_roundtrip(generation):
     info = classify_userdata(encode_cooperative_generation(generation), "cooperative-sticky")
@@ -189,6 +201,7 @@ def _as_json(tps):
     return [{"topic": tp.topic, "partitions": list(tp.partitions)} for tp in tps]
 
 
+@examples()
 @given(tp_lists, st.none() | int32)
 def test_sticky_roundtrip(previous, generation):
     data = encode_sticky_userdata(previous, generation)
