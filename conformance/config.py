@@ -182,12 +182,14 @@ GOLDEN_DIR: Path = FIXTURES_DIR / "golden"
 #: kafka-clients releases whose ConsumerProtocol / assignors write the Java vectors.
 GOLDEN_JAVA_VERSIONS: tuple[str, ...] = ("2.4.1", "2.8.2", "3.4.1", "3.5.2", "3.9.2", "4.4.0")
 
-#: Sarama releases as (module path, version): Shopify path before 1.40, IBM path from 1.40.
-GOLDEN_SARAMA_RELEASES: tuple[tuple[str, str], ...] = (
-    ("github.com/Shopify/sarama", "v1.38.1"),
-    ("github.com/IBM/sarama", "v1.45.2"),
-    ("github.com/IBM/sarama", "v1.60.1"),
-    ("github.com/IBM/sarama", "v1.61.1"),
+#: Sarama releases as (module path, version, build tags of clients/sarama/golden): Shopify path
+#: before 1.40, IBM path from 1.40; sarama_gen = GenerationID/RackID fields (1.45+),
+#: sarama_coop = cooperative-sticky strategy (1.60+).
+GOLDEN_SARAMA_RELEASES: tuple[tuple[str, str, str], ...] = (
+    ("github.com/Shopify/sarama", "v1.38.1", ""),
+    ("github.com/IBM/sarama", "v1.45.2", "sarama_gen"),
+    ("github.com/IBM/sarama", "v1.60.1", "sarama_gen,sarama_coop"),
+    ("github.com/IBM/sarama", "v1.61.1", "sarama_gen,sarama_coop"),
 )
 
 #: kafka-python releases (each in its own venv VENVS_DIR/golden-kafka-python-<v>).

@@ -58,11 +58,32 @@ regen_java() {
   done
 }
 
+regen_sarama() {
+  local src="$ROOT/clients/sarama/golden"
+  export GOPATH="$GO_DIR" GOMODCACHE="$GO_DIR/pkg/mod" GOFLAGS=-modcacherw GOTOOLCHAIN=local
+  "$PY" -c 'from conformance import config as c
+for m, v, t in c.GOLDEN_SARAMA_RELEASES: print(m, v, t or "-")' | while read -r module v tags; do
+    [ "$tags" = "-" ] && tags=""
+    # One throw-away module per release: the generator's import path is rewritten to the release's
+    # module path (github.com/Shopify/sarama before 1.40); nothing built is kept in the repository.
+    local build="$WORK/sarama-$v"
+    mkdir -p "$build"
+    cp "$src"/*.go "$build/"
+    sed -i "s#\"github.com/IBM/sarama\"#\"$module\"#" "$build"/*.go
+    (cd "$build" && go mod init golden >/dev/null 2>&1 && go get "$module@$v" >/dev/null 2>&1 \
+        && go mod tidy >/dev/null 2>&1 && go build -tags "$tags" -o golden . ) \
+      || { echo "regen-golden: building the Sarama $v generator failed in $build" >&2; exit 1; }
+    "$build/golden" -version "$v" >"$WORK/sarama-$v.json"
+    write_fixture "$WORK/sarama-$v.json" "sarama-${v#v}.json"
+  done
+}
+
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(java sarama kafka-python)
 for t in "${targets[@]}"; do
   case "$t" in
     java) regen_java ;;
+    sarama) regen_sarama ;;
     *) echo "regen-golden: unknown library '$t' (known: java, sarama, kafka-python)" >&2; exit 2 ;;
   esac
 done
