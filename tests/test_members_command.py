@@ -1,0 +1,68 @@
+"""`conformance clients list`, version checks against Maven Central, and the Java harness's config errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conformance.cli import main
+from conformance.errors import UsageError
+from conformance.members.kinds import java
+
+
+def test_clients_list_shows_every_kind_with_default_and_known_versions(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["clients", "list"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    rows = {line.split()[0]: line for line in out[1:]}
+    assert set(rows) == {"reference", "java", "librdkafka", "sarama", "kafka-python"}
+    assert "4.4.0" in rows["java"] and "2.4.1, 2.8.2, 3.9.2, 4.4.0" in rows["java"]
+
+
+def test_java_strategies_and_cooperative_support() -> None:
+    assert java.supports_cooperative("2.4.0") and not java.supports_cooperative("2.3.1")
+    assert java.strategies_supported("4.4.0") == ["cooperative-sticky", "sticky", "range", "roundrobin"]
+    assert java.version_key("3.10.1") > java.version_key("3.9.2")
+
+
+@pytest.mark.slow  # reads maven-metadata.xml from Maven Central
+def test_unknown_java_version_names_the_real_ones() -> None:
+    with pytest.raises(UsageError) as info:
+        java.check_version("9.9.9")
+    assert "java@9.9.9: kafka-clients 9.9.9 does not exist" in str(info.value)
+    assert "2.8.2" in str(info.value) and "4.4.0" in str(info.value)
+    with pytest.raises(UsageError, match="runs kafka-clients 2.4.0 or later"):
+        java.check_version("2.3.1")
+    java.check_version("2.8.2")  # a real one passes
+
+
+@pytest.mark.slow  # runs the JVM
+@pytest.mark.parametrize("version", ["2.4.1", "4.4.0"])
+def test_java_harness_rejects_a_bad_config_naming_the_key(tmp_path: Path, version: str) -> None:
+    java.ensure(version)
+    cfg = {"member": "m", "client": "java", "client_version": version, "client_id": "m",
+           "bootstrap_servers": "127.0.0.1:1", "group_id": "g", "topics": ["t"],
+           "assignment_strategies": ["cooperative-sticky"], "group_protocol": "classic",
+           "group_instance_id": None, "session_timeout_ms": 10000, "heartbeat_interval_ms": 1000,
+           "max_poll_interval_ms": 30000, "commit_mode": "sync-batch", "processing_delay_ms": 0,
+           "auto_offset_reset": "earliest", "history_path": str(tmp_path / "m.jsonl"), "rack_id": None,
+           "extra": {}}
+    for broken, expected in ((dict(cfg, session_timeout_ms="10s"), "session_timeout_ms must be an integer"),
+                             ({k: v for k, v in cfg.items() if k != "group_id"}, "missing key group_id"),
+                             (dict(cfg, commit_mode="never"), "commit_mode never is not one of")):
+        path = tmp_path / "cfg.json"
+        path.write_text(json.dumps(broken))
+        argv, env = java.command(version, path)
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2 and expected in proc.stderr, (proc.returncode, proc.stderr)
+    path.write_text("{\"member\": ")  # malformed JSON
+    proc = subprocess.run(java.command(version, path)[0], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "JSON error at offset" in proc.stderr, proc.stderr
+    # an unknown strategy: recorded as a fatal error in the history, exit 2
+    path.write_text(json.dumps(dict(cfg, assignment_strategies=["fair"])))
+    proc = subprocess.run(java.command(version, path)[0], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "unknown assignment strategy fair" in proc.stderr, proc.stderr
+    event = json.loads((tmp_path / "m.jsonl").read_text().splitlines()[-1])
+    assert event["event"] == "error" and event["fatal"] is True
