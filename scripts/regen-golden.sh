@@ -78,12 +78,28 @@ for m, v, t in c.GOLDEN_SARAMA_RELEASES: print(m, v, t or "-")' | while read -r 
   done
 }
 
+regen_kafka_python() {
+  for v in $(cfg '" ".join(c.GOLDEN_KAFKA_PYTHON_VERSIONS)'); do
+    # One venv per release; .complete is written last, so a half-built venv is rebuilt.
+    local venv="$VENVS_DIR/golden-kafka-python-$v"
+    if [ ! -f "$venv/.complete" ]; then
+      rm -rf "$venv"
+      python3.11 -m venv "$venv"
+      "$venv/bin/pip" install --quiet --disable-pip-version-check "kafka-python==$v"
+      touch "$venv/.complete"
+    fi
+    "$venv/bin/python" "$ROOT/clients/kafka-python/golden/generate.py" >"$WORK/kafka-python-$v.json"
+    write_fixture "$WORK/kafka-python-$v.json" "kafka-python-$v.json"
+  done
+}
+
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(java sarama kafka-python)
 for t in "${targets[@]}"; do
   case "$t" in
     java) regen_java ;;
     sarama) regen_sarama ;;
+    kafka-python) regen_kafka_python ;;
     *) echo "regen-golden: unknown library '$t' (known: java, sarama, kafka-python)" >&2; exit 2 ;;
   esac
 done
