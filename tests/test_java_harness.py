@@ -189,3 +189,23 @@ def test_sigkill_does_not_leave_the_group(env: Env) -> None:
     assert time.monotonic() - killed >= session_ms / 1000 / 2
     assert events(m1.history_path)[-1]["event"] != "stopped"
     m2.terminate()
+
+
+def test_producer_sigterm_flushes_and_everything_acknowledged_is_consumed(env: Env) -> None:
+    topic = env.topic("sigterm-producer")
+    cfg = HarnessConfig(member="producer-term", client="producer", client_version=__version__,
+                        bootstrap_servers=env.cluster.direct_bootstrap, group_id="-", topics=[topic],
+                        history_path=str(env.run.history("producer-term")), extra={"rate_per_s": 300})
+    producer = launch_producer(cfg, env.run, env.sup)
+    producer.wait_ready(30)
+    wait_for(lambda: len(produced_offsets(producer.history_path)) >= 100, 60, "the producer has 100 acks")
+    assert producer.terminate() == 0
+    history = events(producer.history_path)
+    assert history[-1]["event"] == "stopped" and history[-1]["reason"] == "sigterm"
+    assert history[-1]["acked"] == len(produced_offsets(producer.history_path)) == history[-1]["sent"]
+    m = env.member("drain-4.4.0", "4.4.0", topic, "g-sigterm-producer", commit_mode="on-revoke")
+    wanted = produced_offsets(producer.history_path)
+    wait_for(lambda: wanted <= consumed_offsets(m.history_path), 60, "every acknowledged record is consumed")
+    assert m.terminate() == 0
+    committed = [e for e in events(m.history_path) if e["event"] == "committed"]
+    assert committed and all(e["error"] is None for e in committed)
