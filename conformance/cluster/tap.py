@@ -242,6 +242,8 @@ class WireTap:
                 self._tasks.add(task)
             try:
                 await self._relay(slot, upstream_port, reader, writer)
+            except asyncio.CancelledError:
+                pass  # tap stopping: the relay's pipes have closed both sockets
             finally:
                 if task is not None:
                     self._tasks.discard(task)
