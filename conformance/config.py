@@ -213,3 +213,5 @@ REFERENCE_METADATA_REFRESH_MS: int = 2_000
 REFERENCE_SLOW_SYNC_DELAY_MS: int = 3_000
 #: Assignors whose assignments L3 expects balanced (range is per topic and may not be).
 BALANCED_ASSIGNORS: tuple[str, ...] = ("cooperative-sticky", "sticky", "roundrobin")
+#: Driver threads submitting independent Spark jobs (writes, checks) at once.
+PIPELINE_THREADS: int = int(os.environ.get("CONFORMANCE_PIPELINE_THREADS", "4"))

@@ -1,0 +1,43 @@
+"""The invariant catalog (ARCHITECTURE.md) as functions over the tables.
+
+Each check is ``check(t: Tables) -> list[dict]``: the violations it found in
+every run of the batch, each a contract-section-7 Violation plus its ``run``.
+Checks work on Spark DataFrames and collect only the violating rows (or small
+per-generation aggregates). A check that raises makes that invariant
+"unknown" for the runs of the batch (see :mod:`conformance.pipeline.verdicts`).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from conformance.pipeline.checks import delivery, encoding, leadership, revoke
+from conformance.pipeline.derived import Tables
+
+Check = Callable[[Tables], list[dict]]
+
+#: id -> (check, one-line statement). Order = report order.
+CATALOG: dict[str, tuple[Check, str]] = {
+    "E1": (encoding.check_e1, "every JoinGroup subscription decodes strictly at its declared version"),
+    "E2": (encoding.check_e2, "every assignment sent by a leader or received by a member decodes strictly"),
+    "E3": (encoding.check_e3, "assignor userData is a known format (else a warning naming the bytes)"),
+    "E4": (encoding.check_e4, "the reference consumer's subscription bytes equal the canonical (Java) encoding"),
+    "E5": (encoding.check_e5, "owned partitions declared in JoinGroup equal what the history says is owned"),
+    "L1": (leadership.check_l1, "one leader per generation whose SyncGroup assigns every member"),
+    "L2": (leadership.check_l2, "assignments are disjoint, only subscribed topics, complete once stable"),
+    "L3": (leadership.check_l3, "balanced at convergence (same subscriptions: max - min <= 1)"),
+    "L4": (leadership.check_l4, "sticky: no more partitions move than needed"),
+    "L5": (leadership.check_l5, "every member kind led in the leadership scenario"),
+    "R1": (revoke.check_r1, "a cooperative leader never hands out a partition validly owned by another member"),
+    "R2": (revoke.check_r2, "no two live members own the same partition at the same time"),
+    "R3": (revoke.check_r3, "retained partitions are not revoked and re-assigned"),
+    "R4": (revoke.check_r4, "a revoked partition reaches its new owner within the revoke bound"),
+    "R5": (revoke.check_r5, "cooperative exactly when all members support it; eager members revoke all before rejoin"),
+    "D1": (delivery.check_d1, "every acknowledged record is consumed at least once"),
+    "D2": (delivery.check_d2, "committed offsets never go backwards; no stale-generation commit is accepted"),
+    "D3": (delivery.check_d3, "duplicates are counted and attributed to a rebalance or fault"),
+    "V1": (delivery.check_v1, "the group converges after the last fault; no member crashes"),
+}
+
+
+from conformance.pipeline.checks.common import violation  # noqa: E402,F401

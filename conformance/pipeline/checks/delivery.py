@@ -1,0 +1,168 @@
+"""Delivery and liveness invariants D1-D3 and V1.
+
+Allowed anomalies, each with its reason:
+- D3: a duplicate (an offset consumed again) is allowed and counted when a
+  rebalance (a new generation) or a fault happened between the first and the
+  second consumption: that is at-least-once delivery after a kill or a
+  revoke without a commit. A duplicate with neither in between is a client
+  bug (a re-fetch without cause) and fails D3.
+- D2: commits with generation -1 (no group membership) and KIP-848 epochs are
+  not judged for staleness.
+- V1: the end of observation is the first ``stopped`` after the last fault
+  (the runner's shutdown) or the run end; a member killed by the nemesis is
+  not a crash; a member still running at the end of an interrupted run is not
+  a hang.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
+from conformance.pipeline.checks.common import fmt_tps, timing, violation
+from conformance.pipeline.derived import Tables
+
+
+def islands(ranges):
+    """Merge (run, topic, partition, first_offset, last_offset) ranges into disjoint covered islands."""
+    w = Window.partitionBy("run", "topic", "partition").orderBy("first_offset", "last_offset")
+    prev_max = F.max("last_offset").over(w.rowsBetween(Window.unboundedPreceding, -1))
+    marked = ranges.withColumn("new", F.when(prev_max.isNull() | (F.col("first_offset") > prev_max + 1), 1).otherwise(0))
+    marked = marked.withColumn("island", F.sum("new").over(w.rowsBetween(Window.unboundedPreceding, 0)))
+    return marked.groupBy("run", "topic", "partition", "island").agg(
+        F.min("first_offset").alias("i_first"), F.max("last_offset").alias("i_last"))
+
+
+def check_d1(t: Tables) -> list[dict]:
+    produced = t.events.where(F.col("event") == "produced").select("run", "topic", "partition", "first_offset",
+                                                                    "last_offset", "ts")
+    consumed = t.events.where(F.col("event") == "consumed").select("run", "topic", "partition", "first_offset",
+                                                                    "last_offset")
+    isl = islands(consumed)
+    covered = (produced.join(isl, ["run", "topic", "partition"])
+               .where((F.col("i_first") <= F.col("first_offset")) & (F.col("i_last") >= F.col("last_offset")))
+               .select("run", "topic", "partition", "first_offset", "last_offset").distinct())
+    bad = (produced.join(covered, ["run", "topic", "partition", "first_offset", "last_offset"], "left_anti")
+           .groupBy("run", "topic", "partition")
+           .agg(F.sort_array(F.collect_list(F.struct("first_offset", "last_offset", "ts"))).alias("ranges"),
+                F.sum(F.col("last_offset") - F.col("first_offset") + 1).alias("n")).collect())
+    out = []
+    for r in bad:
+        ranges = [[x["first_offset"], x["last_offset"]] for x in r["ranges"]]
+        shown = ", ".join(f"{a}-{b}" for a, b in ranges[:10]) + (" ..." if len(ranges) > 10 else "")
+        out.append(violation("D1", r["run"], f"acknowledged offsets {shown} of {r['topic']}-{r['partition']} were not all "
+                             f"consumed ({r['n']} records in ranges not fully covered)",
+                             partitions=[[r["topic"], r["partition"]]], ts=r["ranges"][0]["ts"],
+                             evidence={"ranges": ranges[:100]}))
+    return out
+
+
+def check_d2(t: Tables) -> list[dict]:
+    ok = t.commits.where(F.col("error_code") == 0)
+    w = Window.partitionBy("run", "topic", "partition").orderBy(F.coalesce("response_ts", "ts"), "line")
+    back = (ok.withColumn("prev_offset", F.lag("offset").over(w)).withColumn("prev_member", F.lag("member").over(w))
+            .withColumn("prev_ts", F.lag("ts").over(w))
+            .where(F.col("offset") < F.col("prev_offset")).collect())
+    out = [violation("D2", r["run"], f"committed offset of {r['topic']}-{r['partition']} went back from "
+                     f"{r['prev_offset']} ({r['prev_member']}) to {r['offset']} ({r['member']})",
+                     members=[r["member"], r["prev_member"]], generation=r["generation"],
+                     partitions=[[r["topic"], r["partition"]]], ts=r["ts"],
+                     evidence={"previous_ts": r["prev_ts"], "previous": r["prev_offset"], "now": r["offset"]})
+           for r in back]
+    joins = t.frames.where((F.col("api") == "JoinGroup") & (F.col("direction") == "response")
+                           & (F.coalesce("error_code", F.lit(0)) == 0) & F.col("generation").isNotNull()).select(
+        "run", F.col("ts").alias("j_ts"), F.col("generation").alias("current"))
+    stale = (ok.where(F.col("generation") >= 0).join(joins, "run").where(F.col("j_ts") < F.col("ts"))
+             .groupBy("run", "member", "line", "ts", "generation")
+             .agg(F.max("current").alias("current"), F.collect_list(F.struct("topic", "partition")).alias("tps"))
+             .where(F.col("generation") < F.col("current")).collect())
+    for r in stale:
+        parts = [[x["topic"], x["partition"]] for x in r["tps"]]
+        out.append(violation("D2", r["run"], f"the broker accepted {r['member']}'s commit of {fmt_tps(parts)} from "
+                             f"generation {r['generation']} after generation {r['current']} had formed",
+                             members=[r["member"]], generation=r["generation"], partitions=parts, ts=r["ts"],
+                             evidence={"wire_line": r["line"], "current_generation": r["current"]}))
+    return out
+
+
+def duplicates(t: Tables):
+    """Per re-consumed range: who consumed it again, when, and when it was first consumed."""
+    c = t.events.where(F.col("event") == "consumed").select("run", "member", "ts", "topic", "partition",
+                                                            "first_offset", "last_offset")
+    w = Window.partitionBy("run", "topic", "partition").orderBy("first_offset", "ts").rowsBetween(
+        Window.unboundedPreceding, -1)
+    c = (c.withColumn("prev_max", F.max("last_offset").over(w))
+         .withColumn("prev_ts", F.max_by("ts", "last_offset").over(w)))
+    dup = c.where(F.col("prev_max") >= F.col("first_offset")).withColumn(
+        "dups", F.least("last_offset", "prev_max") - F.col("first_offset") + 1)
+    gens = t.generations.select("run", "generation", "join_ts")
+    last_gen = (dup.join(gens, "run", "left").where(F.col("join_ts").isNull() | (F.col("join_ts") <= F.col("ts")))
+                .groupBy("run", "member", "ts", "topic", "partition", "first_offset")
+                .agg(F.max("generation").alias("after_generation")))
+    cause_gen = (dup.join(gens, "run").where((F.col("join_ts") > F.least("prev_ts", "ts")) & (F.col("join_ts") <= F.col("ts")))
+                 .select("run", "member", "ts", "topic", "partition", "first_offset").distinct()
+                 .withColumn("by_rebalance", F.lit(True)))
+    faults = t.nemesis.where(F.col("phase") == "invoke").select("run", F.col("ts").alias("f_ts"), "fault")
+    cause_fault = (dup.join(faults, "run").where((F.col("f_ts") > F.least("prev_ts", "ts")) & (F.col("f_ts") <= F.col("ts")))
+                   .groupBy("run", "member", "ts", "topic", "partition", "first_offset")
+                   .agg(F.collect_set("fault").alias("faults")))
+    keys = ["run", "member", "ts", "topic", "partition", "first_offset"]
+    return (dup.join(last_gen, keys, "left").join(cause_gen, keys, "left").join(cause_fault, keys, "left"))
+
+
+def check_d3(t: Tables) -> list[dict]:
+    bad = duplicates(t).where(F.col("by_rebalance").isNull() & F.col("faults").isNull()).collect()
+    return [violation("D3", r["run"], f"{r['member']} consumed {r['dups']} record(s) of {r['topic']}-{r['partition']} "
+                      f"from offset {r['first_offset']} again with no rebalance or fault since the first consumption",
+                      members=[r["member"]], partitions=[[r["topic"], r["partition"]]], ts=r["ts"],
+                      generation=r["after_generation"],
+                      evidence={"first_consumed_ts": r["prev_ts"], "duplicates": r["dups"]}) for r in bad]
+
+
+def check_v1(t: Tables) -> list[dict]:
+    tm = timing(t.cells)
+    start = t.events.groupBy("run").agg(F.min("ts").alias("first_ts"))
+    base = (tm.join(t.run_end, "run").join(start, "run", "left")
+            .withColumn("since", F.coalesce("last_fault_ts", "first_ts")))
+    stops = (t.events.where(F.col("event") == "stopped").select("run", F.col("ts").alias("stop_ts"))
+             .join(base.select("run", "since"), "run").where(F.col("stop_ts") > F.col("since"))
+             .groupBy("run").agg(F.min("stop_ts").alias("first_stop")))
+    base = base.join(stops, "run", "left").withColumn("eval_ts", F.least(F.coalesce("first_stop", "run_end_ts"), "run_end_ts"))
+    held = (t.partitions.join(base.select("run", "eval_ts", "since"), "run")
+            .join(t.ownership.select("run", "topic", "partition", "member", "start_ts", "end_ts"),
+                  ["run", "topic", "partition"], "left")
+            .where(F.col("member").isNull() | ((F.col("start_ts") <= F.col("eval_ts")) & (F.col("end_ts") >= F.col("eval_ts"))))
+            .groupBy("run", "topic", "partition").agg(F.max("start_ts").alias("owned_since"), F.count("member").alias("owners")))
+    every = t.partitions.join(held, ["run", "topic", "partition"], "left")
+    per_run = (every.groupBy("run")
+               .agg(F.collect_list(F.when(F.coalesce("owners", F.lit(0)) == 0, F.struct("topic", "partition"))).alias("unowned"),
+                    F.max("owned_since").alias("converged_ts"))
+               .join(base, "run").collect())
+    out = []
+    for r in per_run:
+        if r["unowned"]:
+            parts = [[x["topic"], x["partition"]] for x in r["unowned"]]
+            out.append(violation("V1", r["run"], f"{fmt_tps(parts)} had no owner at the end of observation "
+                                 f"({r['eval_ts']:.0f})", partitions=parts, ts=r["eval_ts"],
+                                 evidence={"last_fault_ts": r["last_fault_ts"]}))
+        elif r["converged_ts"] is not None and r["since"] is not None:
+            took = max(0.0, r["converged_ts"] - r["since"])
+            if took > r["convergence_ms"]:
+                out.append(violation("V1", r["run"], f"the group took {took:.0f} ms to converge after the last fault; "
+                                     f"the bound is {r['convergence_ms']:.0f} ms", ts=r["converged_ts"],
+                                     evidence={"convergence_ms": took, "bound_ms": r["convergence_ms"]}))
+    # Crashes and hangs: an incarnation that ended without `stopped` and without a nemesis kill.
+    last_error = (t.events.where(F.col("event") == "error")
+                  .withColumn("k", F.row_number().over(Window.partitionBy("run", "file", "incarnation").orderBy(F.col("line").desc())))
+                  .where(F.col("k") == 1).select("run", "file", "incarnation", F.col("error").alias("last_error")))
+    crashed = (t.incarnations.join(t.members.select("run", "member"), ["run", "member"])
+               .join(t.cells.select("run", "complete"), "run").join(last_error, ["run", "file", "incarnation"], "left")
+               .where((F.col("end_kind") == "restarted") | ((F.col("end_kind") == "run-end") & F.col("complete"))
+                      | (F.coalesce("had_fatal", F.lit(0)) == 1)).collect())
+    for r in crashed:
+        what = "reported a fatal error" if r["had_fatal"] else (
+            "crashed (restarted without stopping)" if r["end_kind"] == "restarted" else "never stopped (crashed or hung)")
+        out.append(violation("V1", r["run"], f"{r['member']} {what}" + (f": {r['last_error']}" if r["last_error"] else ""),
+                             members=[r["member"]], ts=r["last_ts"],
+                             evidence={"incarnation": r["incarnation"], "error": r["last_error"], "end": r["end_kind"]}))
+    return out

@@ -1,0 +1,232 @@
+"""Leadership invariants L1-L5, judged from the leader's JoinGroup/SyncGroup frames.
+
+A generation's members are the leader's view (its JoinGroup response member
+list); its assignment is the leader's SyncGroup request. Members are compared
+by name (the tap owner of a member id), since ids change on restart.
+
+Allowed anomalies:
+- L1: a generation whose leader never sent SyncGroup is allowed when a fault
+  hit the leader (or the broker / everyone) between that generation's join
+  and the next one: the leader died or was cut off before it could sync.
+- L2 completeness, L3 and L4 look at complete generations only (every
+  partition of the subscribed topics assigned), and at the final generation
+  of a complete run for L2/L3: a cooperative generation that withholds
+  partitions for revocation is incomplete by design (R4 judges the follow-up).
+- L3 applies to balancing assignors (config.BALANCED_ASSIGNORS) with equal
+  subscriptions; range balances per topic and may differ by more than one.
+- L4 applies to sticky assignors (config.STICKY_ASSIGNORS) with equal
+  subscriptions in both generations.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from pyspark.sql import functions as F
+
+from conformance import config
+from conformance.pipeline.checks.common import fmt_tps, violation
+from conformance.pipeline.derived import Tables
+
+
+def _leader_view(t: Tables):
+    """(run, generation, subject_member_id, subject name, topics) from the leader's JoinGroup response."""
+    return (t.subscriptions.where(F.col("source") == "leader-view")
+            .join(t.member_ids.select("run", F.col("member_id").alias("subject_member_id"), F.col("member").alias("subject")),
+                  ["run", "subject_member_id"], "left")
+            .select("run", "generation", "subject_member_id", "subject", F.array_sort("topics").alias("topics"))
+            .dropDuplicates(["run", "generation", "subject_member_id"]))
+
+
+def _leader_sync(t: Tables):
+    """The leader's SyncGroup assignment rows: one per (run, generation, subject_member_id)."""
+    return t.leader_assignments.dropDuplicates(["run", "generation", "subject_member_id"])
+
+
+def check_l1(t: Tables) -> list[dict]:
+    gens = t.generations.join(t.run_end, "run", "left")
+    view = _leader_view(t).groupBy("run", "generation").agg(F.collect_set("subject_member_id").alias("view"))
+    sync = _leader_sync(t).groupBy("run", "generation").agg(F.collect_set("subject_member_id").alias("assigned"))
+    faults = t.nemesis.where(F.col("phase") == "invoke").select("run", F.col("ts").alias("f_ts"), "target", "fault")
+    g = gens.join(view, ["run", "generation"], "left").join(sync, ["run", "generation"], "left")
+    window_end = F.coalesce("next_join_ts", "run_end_ts")
+    hit = (g.join(faults, "run")
+           .where((F.col("f_ts") >= F.col("join_ts") - 1) & (F.col("f_ts") <= window_end)
+                  & (F.col("target").isin("broker", "all") | (F.col("target") == F.col("leader"))))
+           .groupBy("run", "generation").agg(F.collect_list("fault").alias("faults")))
+    rows = g.join(hit, ["run", "generation"], "left").collect()
+    out = []
+    for r in rows:
+        run, gen = r["run"], r["generation"]
+        if r["n_leaders"] and r["n_leaders"] > 1:
+            out.append(violation("L1", run, f"generation {gen} has {r['n_leaders']} leaders in JoinGroup responses",
+                                 generation=gen, ts=r["join_ts"]))
+        if r["assigned"] is None:
+            if not r["faults"]:
+                out.append(violation("L1", run, f"leader {r['leader'] or r['leader_id']} of generation {gen} sent no "
+                                     "SyncGroup assignments and no fault hit it", members=[r["leader"]], generation=gen,
+                                     ts=r["join_ts"], evidence={"leader_id": r["leader_id"]}))
+            continue
+        missing = sorted(set(r["view"] or []) - set(r["assigned"]))
+        if missing:
+            out.append(violation("L1", run, f"leader {r['leader'] or r['leader_id']} of generation {gen} assigned nothing "
+                                 f"to member(s) {', '.join(missing)} of that generation", members=[r["leader"]],
+                                 generation=gen, ts=r["join_ts"],
+                                 evidence={"members": sorted(r["view"] or []), "assigned": sorted(r["assigned"])}))
+    return out
+
+
+def _assignment_rows(t: Tables):
+    """Exploded leader assignments joined with the subject's subscribed topics."""
+    sync = _leader_sync(t).where(F.col("decode_error").isNull())
+    view = _leader_view(t).select("run", "generation", "subject_member_id", "topics")
+    return (sync.join(view, ["run", "generation", "subject_member_id"], "left")
+            .select("run", "generation", "protocol_name", "subject_member_id", "subject", "topics", "member", "ts",
+                    F.explode_outer("partitions").alias("tp"))
+            .select("*", "tp.topic", "tp.partition").drop("tp"))
+
+
+def _complete_gens(t: Tables):
+    """(run, generation, complete, final) for generations with a leader SyncGroup."""
+    a = _assignment_rows(t)
+    subscribed = (_leader_view(t).select("run", "generation", F.explode("topics").alias("topic")).distinct()
+                  .join(t.partitions, ["run", "topic"]))
+    need = subscribed.groupBy("run", "generation").agg(F.count("*").alias("needed"))
+    have = (a.where(F.col("topic").isNotNull()).select("run", "generation", "topic", "partition").distinct()
+            .join(t.partitions, ["run", "topic", "partition"])
+            .groupBy("run", "generation").agg(F.count("*").alias("have")))
+    gens = a.select("run", "generation").distinct()
+    last = gens.groupBy("run").agg(F.max("generation").alias("last_gen"))
+    return (gens.join(need, ["run", "generation"], "left").join(have, ["run", "generation"], "left").join(last, "run")
+            .select("run", "generation", (F.coalesce("have", F.lit(0)) >= F.coalesce("needed", F.lit(0))).alias("complete"),
+                    (F.col("generation") == F.col("last_gen")).alias("final"), "needed", "have"))
+
+
+def check_l2(t: Tables) -> list[dict]:
+    a = _assignment_rows(t).where(F.col("topic").isNotNull())
+    out = []
+    dup = (a.groupBy("run", "generation", "topic", "partition")
+           .agg(F.collect_set(F.coalesce("subject", "subject_member_id")).alias("owners"), F.min("ts").alias("ts"))
+           .where(F.size("owners") > 1).collect())
+    for r in dup:
+        out.append(violation("L2", r["run"], f"generation {r['generation']} assigns {r['topic']}-{r['partition']} to "
+                             f"{len(r['owners'])} members: {', '.join(sorted(r['owners']))}", members=r["owners"],
+                             generation=r["generation"], partitions=[[r["topic"], r["partition"]]], ts=r["ts"]))
+    unsub = (a.where(F.col("topics").isNotNull() & ~F.array_contains("topics", F.col("topic")))
+             .groupBy("run", "generation", F.coalesce("subject", "subject_member_id").alias("who"), "topics")
+             .agg(F.collect_list(F.struct("topic", "partition")).alias("tps"), F.min("ts").alias("ts")).collect())
+    for r in unsub:
+        parts = [[x["topic"], x["partition"]] for x in r["tps"]]
+        out.append(violation("L2", r["run"], f"generation {r['generation']} assigns {fmt_tps(parts)} to {r['who']}, "
+                             f"which subscribed only to {', '.join(r['topics'])}", members=[r["who"]],
+                             generation=r["generation"], partitions=parts, ts=r["ts"]))
+    incomplete = (_complete_gens(t).where(F.col("final") & ~F.col("complete"))
+                  .join(t.cells.where(F.col("complete")).select("run"), "run").collect())
+    for r in incomplete:
+        assigned = (a.where((F.col("run") == r["run"]) & (F.col("generation") == r["generation"]))
+                    .select("topic", "partition").distinct())
+        subscribed = (_leader_view(t).where((F.col("run") == r["run"]) & (F.col("generation") == r["generation"]))
+                      .select("run", F.explode("topics").alias("topic")).distinct().join(t.partitions, ["run", "topic"]))
+        missing = [[x["topic"], x["partition"]] for x in
+                   subscribed.select("topic", "partition").join(assigned, ["topic", "partition"], "left_anti").collect()]
+        out.append(violation("L2", r["run"], f"final generation {r['generation']} leaves {fmt_tps(missing)} unassigned "
+                             f"({r['have'] or 0} of {r['needed']} partitions assigned)", generation=r["generation"],
+                             partitions=missing))
+    return out
+
+
+def _final_counts(t: Tables):
+    """Per final generation of complete runs: each member's partition count and subscription."""
+    view = _leader_view(t)
+    a = _assignment_rows(t).where(F.col("topic").isNotNull())
+    counts = a.groupBy("run", "generation", "subject_member_id").agg(F.count("*").alias("n"))
+    fin = _complete_gens(t).where(F.col("final") & F.col("complete")).select("run", "generation")
+    return (view.join(fin, ["run", "generation"])
+            .join(counts, ["run", "generation", "subject_member_id"], "left")
+            .join(t.generations.select("run", "generation", "protocol_name"), ["run", "generation"], "left"))
+
+
+def check_l3(t: Tables) -> list[dict]:
+    rows = _final_counts(t).collect()
+    by_gen: dict[tuple, list] = defaultdict(list)
+    for r in rows:
+        by_gen[(r["run"], r["generation"], r["protocol_name"])].append(r)
+    out = []
+    for (run, gen, proto), members in by_gen.items():
+        if proto not in config.BALANCED_ASSIGNORS or len({tuple(m["topics"] or ()) for m in members}) != 1:
+            continue
+        counts = {(m["subject"] or m["subject_member_id"]): int(m["n"] or 0) for m in members}
+        if max(counts.values()) - min(counts.values()) > 1:
+            out.append(violation("L3", run, f"final generation {gen} ({proto}) is unbalanced: "
+                                 + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())),
+                                 members=list(counts), generation=gen, evidence={"counts": counts}))
+    return out
+
+
+def min_moves(prev_counts: dict[str, int], survivors: list[str], total: int, n_members: int) -> int:
+    """The fewest partitions survivors must give up to reach a balanced assignment of ``total``.
+
+    Quotas over the ``n_members`` of the new generation: ``total // n`` each,
+    one more for ``total % n`` members; the
+    survivors holding most get the larger quotas (that keeps the most).
+    Worked example: 6 partitions, m1 held 6, m2 joins: quotas 3/3, m1 keeps 3,
+    so 3 must move.
+    """
+    n = max(n_members, 1)
+    base, extra = divmod(total, n)
+    held = sorted((prev_counts.get(m, 0) for m in survivors), reverse=True)
+    kept = sum(min(c, base + (1 if i < extra else 0)) for i, c in enumerate(held))
+    return sum(held) - kept
+
+
+def check_l4(t: Tables) -> list[dict]:
+    a = _assignment_rows(t).where(F.col("topic").isNotNull() & F.col("protocol_name").isin(*config.STICKY_ASSIGNORS))
+    complete = _complete_gens(t).where("complete").select("run", "generation")
+    rows = (a.join(complete, ["run", "generation"])
+            .select("run", "generation", F.coalesce("subject", "subject_member_id").alias("who"), "topics", "topic",
+                    "partition").collect())
+    view_rows = _leader_view(t).join(complete, ["run", "generation"]).collect()
+    owners: dict[tuple, dict] = defaultdict(dict)
+    subs: dict[tuple, dict] = defaultdict(dict)
+    for r in rows:
+        owners[(r["run"], r["generation"])][(r["topic"], r["partition"])] = r["who"]
+    for r in view_rows:
+        subs[(r["run"], r["generation"])][r["subject"] or r["subject_member_id"]] = tuple(r["topics"] or ())
+    out = []
+    runs: dict[str, list[int]] = defaultdict(list)
+    for run, gen in owners:
+        runs[run].append(gen)
+    for run, gens in runs.items():
+        gens.sort()
+        for g1, g2 in zip(gens, gens[1:]):
+            s1, s2 = subs[(run, g1)], subs[(run, g2)]
+            if len(set(s1.values()) | set(s2.values())) != 1:
+                continue
+            o1, o2 = owners[(run, g1)], owners[(run, g2)]
+            survivors = [m for m in s2 if m in s1]
+            moved = sorted(tp for tp, m in o1.items() if m in survivors and o2.get(tp) != m)
+            prev_counts: dict[str, int] = defaultdict(int)
+            for tp, m in o1.items():
+                if tp in o2:
+                    prev_counts[m] += 1
+            needed = min_moves(prev_counts, survivors, len(o2), len(s2))
+            if len(moved) > needed:
+                out.append(violation("L4", run, f"generation {g1} -> {g2} moved {len(moved)} partitions away from "
+                                     f"members that stayed, {needed} would do: {fmt_tps(moved)}", members=survivors,
+                                     generation=g2, partitions=[list(tp) for tp in moved],
+                                     evidence={"moved": len(moved), "needed": needed, "from_generation": g1}))
+    return out
+
+
+def check_l5(t: Tables) -> list[dict]:
+    cells = t.cells.where(F.col("leader_rotation")).select("run")
+    kinds = t.members.join(cells, "run").groupBy("run").agg(F.collect_set("kind").alias("kinds"))
+    led = t.generations.groupBy("run").agg(F.collect_set("leader_kind").alias("led"))
+    out = []
+    for r in kinds.join(led, "run", "left").collect():
+        never = sorted(set(r["kinds"]) - set(r["led"] or []))
+        if never:
+            out.append(violation("L5", r["run"], f"member kind(s) never led a generation: {', '.join(never)} "
+                                 f"(led: {', '.join(sorted(r['led'] or [])) or 'none'})",
+                                 evidence={"never_led": never, "led": sorted(r["led"] or [])}))
+    return out

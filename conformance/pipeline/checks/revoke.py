@@ -1,0 +1,232 @@
+"""Incremental-revoke invariants R1-R5 (KIP-429).
+
+Allowed anomalies, each with its reason:
+- R1 and R3 do not apply to eager generations/runs: eager revokes everything
+  by design.
+- R1: a claim is valid only if its declared generation (subscription v2+) is
+  the highest among the members claiming that partition (KIP-792); a v0/v1
+  claim (generation -1) loses to any claim that carries a generation.
+- R2: an overlap is allowed when it starts while a fault that makes a member
+  look dead to the group (pause, proxy-disable, toxic-add, broker faults) is
+  active on one of the two members, or within a session timeout plus a
+  heartbeat interval after its heal: the group legitimately moved the
+  partition, and the cut-off member records ``lost`` only once it notices.
+  A killed member's ownership ends at the kill (see derived.incarnations).
+- R4: a revocation within the revoke bound of the run's end is not judged
+  (the run ended before the bound), and neither is one after which every
+  member stopped.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
+from conformance import config
+from conformance.pipeline.checks.common import fmt_tps, timing, violation
+from conformance.pipeline.derived import Tables, is_cooperative
+
+_DEAD_LOOKING = ("pause", "proxy-disable", "toxic-add", "broker-restart", "broker-kill")
+_HEAL = {"pause": "resume", "proxy-disable": "proxy-enable", "toxic-add": "toxic-remove"}
+
+
+def check_r1(t: Tables) -> list[dict]:
+    coop = t.generations.where("cooperative").select("run", "generation", "leader")
+    claims = (t.subscriptions.where((F.col("source") == "leader-view") & F.col("decode_error").isNull())
+              .join(coop, ["run", "generation"])
+              .join(t.member_ids.select("run", F.col("member_id").alias("subject_member_id"),
+                                        F.col("member").alias("claimant")), ["run", "subject_member_id"], "left")
+              .select("run", "generation", "leader", F.coalesce("claimant", "subject_member_id").alias("claimant"),
+                      "subject_member_id", F.coalesce("sub_generation", F.lit(-1)).alias("sub_gen"),
+                      F.explode("owned").alias("tp"))
+              .select("*", "tp.topic", "tp.partition").drop("tp").dropDuplicates(
+                  ["run", "generation", "subject_member_id", "topic", "partition"]))
+    w = Window.partitionBy("run", "generation", "topic", "partition")
+    valid = (claims.withColumn("best", F.max("sub_gen").over(w))
+             .withColumn("n_best", F.sum(F.when(F.col("sub_gen") == F.col("best"), 1).otherwise(0)).over(w))
+             .where((F.col("sub_gen") == F.col("best")) & (F.col("n_best") == 1)))
+    given = (t.leader_assignments.where(F.col("decode_error").isNull())
+             .select("run", "generation", F.col("subject_member_id").alias("to_id"),
+                     F.coalesce("subject", "subject_member_id").alias("to"), "ts", F.explode("partitions").alias("tp"))
+             .select("*", "tp.topic", "tp.partition").drop("tp"))
+    bad = (given.join(valid, ["run", "generation", "topic", "partition"])
+           .where(F.col("to_id") != F.col("subject_member_id"))
+           .groupBy("run", "generation", "leader", "to", "claimant")
+           .agg(F.collect_list(F.struct("topic", "partition")).alias("tps"), F.min("ts").alias("ts"),
+                F.first("sub_gen").alias("sub_gen")).collect())
+    out = []
+    for r in bad:
+        parts = [[x["topic"], x["partition"]] for x in r["tps"]]
+        out.append(violation("R1", r["run"], f"leader {r['leader']} of cooperative generation {r['generation']} gave "
+                             f"{fmt_tps(parts)} to {r['to']} although {r['claimant']} validly declared them owned "
+                             f"(declared generation {r['sub_gen']})", members=[r["leader"], r["to"], r["claimant"]],
+                             generation=r["generation"], partitions=parts, ts=r["ts"]))
+    return out
+
+
+def _fault_windows(t: Tables):
+    """(run, target, w_start, w_end) during which a member may look dead to the group."""
+    tm = timing(t.cells).select("run", "session_ms", "heartbeat_ms")
+    inv = t.nemesis.where((F.col("phase") == "invoke") & F.col("fault").isin(*_DEAD_LOOKING)).select(
+        "run", "line", "fault", "target", F.col("ts").alias("w_start"))
+    heals = t.nemesis.select("run", F.col("target").alias("h_target"), F.col("fault").alias("h_fault"),
+                             F.col("ts").alias("h_ts"))
+    heal_of = F.create_map(*[F.lit(x) for kv in _HEAL.items() for x in kv])
+    joined = (inv.join(heals, "run", "left")
+              .where(F.col("h_ts").isNull() | ((F.col("h_target") == F.col("target")) & (F.col("h_ts") >= F.col("w_start"))
+                                               & ((F.col("h_fault") == heal_of[F.col("fault")])
+                                                  | (F.col("fault").startswith("broker") & (F.col("h_ts") > F.col("w_start")))))))
+    healed = joined.groupBy("run", "line", "fault", "target", "w_start").agg(F.min("h_ts").alias("heal_ts"))
+    windows = (inv.join(healed, ["run", "line", "fault", "target", "w_start"], "left").join(tm, "run")
+               .join(t.run_end, "run")
+               .select("run", "target", "w_start",
+                       (F.coalesce("heal_ts", "w_start", "run_end_ts") + F.col("session_ms") + F.col("heartbeat_ms"))
+                       .alias("w_end")))
+    # A pause without a resume lasts until the run's end.
+    return windows.select("run", "target", "w_start",
+                          F.when(F.col("w_end") < F.col("w_start"), F.col("w_start")).otherwise(F.col("w_end")).alias("w_end"))
+
+
+def check_r2(t: Tables) -> list[dict]:
+    a = t.ownership.select("run", "topic", "partition", F.col("member").alias("m1"), F.col("start_ts").alias("s1"),
+                           F.col("end_ts").alias("e1"), F.col("end_reason").alias("r1"))
+    b = t.ownership.select("run", "topic", "partition", F.col("member").alias("m2"), F.col("start_ts").alias("s2"),
+                           F.col("end_ts").alias("e2"), F.col("end_reason").alias("r2"))
+    ov = (a.join(b, ["run", "topic", "partition"])
+          .where((F.col("m1") < F.col("m2")) & (F.col("s1") < F.col("e2")) & (F.col("s2") < F.col("e1")))
+          .withColumn("ov_start", F.greatest("s1", "s2")).withColumn("ov_end", F.least("e1", "e2")))
+    win = _fault_windows(t)
+    allowed = (ov.join(win, "run")
+               .where(F.col("target").isin("all", "broker") | (F.col("target") == F.col("m1")) | (F.col("target") == F.col("m2")))
+               .where((F.col("ov_start") >= F.col("w_start")) & (F.col("ov_start") <= F.col("w_end")))
+               .select("run", "topic", "partition", "m1", "s1", "m2", "s2").distinct())
+    bad = (ov.join(allowed, ["run", "topic", "partition", "m1", "s1", "m2", "s2"], "left_anti")
+           .groupBy("run", "m1", "m2")
+           .agg(F.collect_list(F.struct("topic", "partition", "ov_start", "ov_end", "r1", "r2")).alias("cases"))
+           .collect())
+    out = []
+    for r in bad:
+        cases = sorted(r["cases"], key=lambda c: c["ov_start"])
+        parts = sorted({(c["topic"], c["partition"]) for c in cases})
+        first = cases[0]
+        out.append(violation("R2", r["run"], f"{r['m1']} and {r['m2']} both owned {fmt_tps(parts)}; first overlap "
+                             f"{first['topic']}-{first['partition']} for {first['ov_end'] - first['ov_start']:.0f} ms",
+                             members=[r["m1"], r["m2"]], partitions=[list(p) for p in parts], ts=first["ov_start"],
+                             evidence={"overlaps": [{"partition": [c["topic"], c["partition"]], "from": c["ov_start"],
+                                                     "to": c["ov_end"], "ended_by": [c["r1"], c["r2"]]}
+                                                    for c in cases[:20]]}))
+    return out
+
+
+def _tp_events(t: Tables):
+    return (t.events.where(F.col("event").isin("assigned", "revoked", "lost"))
+            .select("run", "member", "file", "incarnation", "line", "ts", "event", "protocol",
+                    F.explode("partitions").alias("tp"))
+            .select("*", "tp.topic", "tp.partition").drop("tp"))
+
+
+def _coop_runs(t: Tables):
+    return t.cells.where(F.coalesce("expected_protocol", F.lit("cooperative")) == "cooperative").select("run")
+
+
+def check_r3(t: Tables) -> list[dict]:
+    ev = _tp_events(t).join(_coop_runs(t), "run")
+    w = Window.partitionBy("run", "file", "incarnation", "topic", "partition").orderBy("line")
+    ev = ev.withColumn("next_event", F.lead("event").over(w)).withColumn("next_ts", F.lead("ts").over(w))
+    again = ev.where((F.col("event") == "revoked") & (F.col("next_event") == "assigned")
+                     & (F.coalesce("protocol", F.lit("cooperative")) != "eager"))
+    others = t.ownership.select("run", "topic", "partition", F.col("member").alias("other"), F.col("start_ts").alias("o_start"))
+    moved = (again.join(others, ["run", "topic", "partition"])
+             .where((F.col("other") != F.col("member")) & (F.col("o_start") >= F.col("ts"))
+                    & (F.col("o_start") <= F.col("next_ts")))
+             .select("run", "member", "line", "topic", "partition").distinct())
+    bad = (again.join(moved, ["run", "member", "line", "topic", "partition"], "left_anti")
+           .groupBy("run", "member")
+           .agg(F.collect_list(F.struct("topic", "partition", "ts", "next_ts")).alias("cases")).collect())
+    out = []
+    for r in bad:
+        cases = sorted(r["cases"], key=lambda c: c["ts"])
+        parts = sorted({(c["topic"], c["partition"]) for c in cases})
+        out.append(violation("R3", r["run"], f"{r['member']} had {fmt_tps(parts)} revoked and then assigned back with no "
+                             "other owner in between (a retained partition must not be revoked)", members=[r["member"]],
+                             partitions=[list(p) for p in parts], ts=cases[0]["ts"],
+                             evidence={"cases": [{"partition": [c["topic"], c["partition"]], "revoked_ts": c["ts"],
+                                                  "assigned_ts": c["next_ts"]} for c in cases[:20]]}))
+    return out
+
+
+def check_r4(t: Tables) -> list[dict]:
+    tm = timing(t.cells).select("run", "revoke_ms")
+    ev = _tp_events(t).join(_coop_runs(t), "run")
+    revokes = (ev.where(F.col("event") == "revoked").join(tm, "run").join(t.run_end, "run")
+               .where(F.col("ts") + F.col("revoke_ms") <= F.col("run_end_ts")))
+    alive_after = (t.incarnations.select("run", F.col("end_ts").alias("i_end"), F.col("start_ts").alias("i_start")))
+    revokes = (revokes.join(alive_after, "run")
+               .where((F.col("i_start") <= F.col("ts") + F.col("revoke_ms")) & (F.col("i_end") > F.col("ts") + F.col("revoke_ms")))
+               .select("run", "member", "line", "ts", "topic", "partition", "revoke_ms").distinct())
+    assigned = ev.where(F.col("event") == "assigned").select("run", "topic", "partition", F.col("ts").alias("a_ts"),
+                                                             F.col("member").alias("new_owner"))
+    reached = (revokes.join(assigned, ["run", "topic", "partition"])
+               .where((F.col("a_ts") >= F.col("ts")) & (F.col("a_ts") <= F.col("ts") + F.col("revoke_ms")))
+               .select("run", "member", "line", "topic", "partition").distinct())
+    bad = (revokes.join(reached, ["run", "member", "line", "topic", "partition"], "left_anti")
+           .groupBy("run", "member", "ts", "revoke_ms")
+           .agg(F.collect_list(F.struct("topic", "partition")).alias("tps")).collect())
+    return [violation("R4", r["run"], f"{fmt_tps([[x['topic'], x['partition']] for x in r['tps']])} revoked by "
+                      f"{r['member']} reached no new owner within {r['revoke_ms']:.0f} ms", members=[r["member"]],
+                      partitions=[[x["topic"], x["partition"]] for x in r["tps"]], ts=r["ts"],
+                      evidence={"revoke_bound_ms": r["revoke_ms"]}) for r in bad]
+
+
+def check_r5(t: Tables) -> list[dict]:
+    out = []
+    req = (t.subscriptions.where(F.col("source") == "request")
+           .groupBy("run", "member", "line", "ts")
+           .agg(F.sort_array(F.collect_list(F.struct("protocol_index", "protocol_name"))).alias("protos")))
+    resp = t.frames.where((F.col("api") == "JoinGroup") & (F.col("direction") == "response")
+                          & (F.coalesce("error_code", F.lit(0)) == 0) & F.col("generation").isNotNull()).select(
+        "run", "member", F.col("ts").alias("r_ts"), "generation", "protocol_name")
+    # The request that put each member into a generation: its last request before its response.
+    w = Window.partitionBy("run", "member", "generation").orderBy(F.col("ts").desc())
+    in_gen = (req.join(resp, ["run", "member"]).where(F.col("ts") <= F.col("r_ts"))
+              .withColumn("k", F.row_number().over(w)).where(F.col("k") == 1))
+    per_gen = (in_gen.groupBy("run", "generation", "protocol_name")
+               .agg(F.collect_list(F.struct("member", F.col("protos")[0]["protocol_name"].alias("first"),
+                                            F.transform("protos", lambda p: p["protocol_name"]).alias("all"))).alias("ms"))
+               .collect())
+    for r in per_gen:
+        coop = r["protocol_name"] in config.COOPERATIVE_ASSIGNORS
+        all_first_coop = all(m["first"] in config.COOPERATIVE_ASSIGNORS for m in r["ms"])
+        all_support = all(any(p in config.COOPERATIVE_ASSIGNORS for p in m["all"]) for m in r["ms"])
+        if coop and not all_support:
+            bad = [m["member"] for m in r["ms"] if not any(p in config.COOPERATIVE_ASSIGNORS for p in m["all"])]
+            out.append(violation("R5", r["run"], f"generation {r['generation']} is cooperative ({r['protocol_name']}) "
+                                 f"although {', '.join(bad)} did not offer a cooperative assignor", members=bad,
+                                 generation=r["generation"]))
+        elif not coop and all_first_coop and r["ms"]:
+            out.append(violation("R5", r["run"], f"generation {r['generation']} is eager ({r['protocol_name']}) although "
+                                 "every member preferred a cooperative assignor", members=[m["member"] for m in r["ms"]],
+                                 generation=r["generation"]))
+    final = (t.generations.join(t.generations.groupBy("run").agg(F.max("generation").alias("generation")),
+                                ["run", "generation"])
+             .join(t.cells.select("run", "expected_protocol"), "run")
+             .where(F.col("expected_protocol").isNotNull()).collect())
+    for r in final:
+        got = "cooperative" if r["protocol_name"] in config.COOPERATIVE_ASSIGNORS else "eager"
+        if got != r["expected_protocol"]:
+            out.append(violation("R5", r["run"], f"final generation {r['generation']} is {got} ({r['protocol_name']}); "
+                                 f"the member mix makes it {r['expected_protocol']}", generation=r["generation"]))
+    # Eager members revoke everything before rejoining.
+    prev = (req.join(resp, ["run", "member"]).where(F.col("r_ts") < F.col("ts"))
+            .withColumn("k", F.row_number().over(Window.partitionBy("run", "member", "line").orderBy(F.col("r_ts").desc())))
+            .where((F.col("k") == 1) & ~is_cooperative(F.col("protocol_name"))))
+    held = (prev.join(t.ownership.select("run", "member", "topic", "partition", "start_ts", "end_ts"), ["run", "member"])
+            .where((F.col("start_ts") < F.col("ts")) & (F.col("end_ts") > F.col("ts")))
+            .groupBy("run", "member", "ts", "generation", "protocol_name")
+            .agg(F.collect_list(F.struct("topic", "partition")).alias("tps")).collect())
+    for r in held:
+        parts = [[x["topic"], x["partition"]] for x in r["tps"]]
+        out.append(violation("R5", r["run"], f"{r['member']} rejoined from eager generation {r['generation']} "
+                             f"({r['protocol_name']}) still owning {fmt_tps(parts)}", members=[r["member"]],
+                             generation=r["generation"], partitions=parts, ts=r["ts"]))
+    return out

@@ -1,0 +1,141 @@
+"""Derived tables, computed once and named (shared by every check).
+
+- ``run_end``: per run, the end of observation: manifest ``end_ts``, else the
+  last event or frame seen.
+- ``incarnations``: per member process life: ``start_ts``, ``last_ts`` and
+  ``end_ts``/``end_kind``: ``stopped`` (its stopped event), ``killed`` (a
+  nemesis kill of that member after its last event and before its next
+  start: the process died then), ``restarted`` (the next ``started`` of the
+  same member with no kill in the log: a crash), or ``run-end``.
+- ``ownership``: one row per (member, partition) ownership interval: from an
+  ``assigned`` to the next ``revoked``/``lost`` of that partition in the same
+  incarnation, else the incarnation's end. ``end_reason`` says which.
+  An ``assigned`` of a partition already owned extends nothing (it is dropped).
+- ``member_ids``: which member (tap owner) used which member id.
+- ``generations``: per (run, generation) from successful JoinGroup responses:
+  leader id and name, protocol, member count, first/last response time, and
+  whether the protocol is cooperative.
+- ``leader_assignments`` / ``received``: decoded assignments per member name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from conformance import config
+
+
+@dataclass
+class Tables:
+    cells: DataFrame
+    members: DataFrame
+    topics: DataFrame
+    nemesis: DataFrame
+    frames: DataFrame
+    subscriptions: DataFrame
+    assignments: DataFrame
+    commits: DataFrame
+    events: DataFrame
+    malformed: DataFrame
+    run_end: DataFrame = None
+    incarnations: DataFrame = None
+    ownership: DataFrame = None
+    member_ids: DataFrame = None
+    generations: DataFrame = None
+    leader_assignments: DataFrame = None
+    partitions: DataFrame = None
+
+
+def is_cooperative(col):
+    return col.isin(*config.COOPERATIVE_ASSIGNORS)
+
+
+def load(spark, paths: dict[str, str]) -> Tables:
+    """Read the ingested tables back and compute the first wave of derived tables
+    (run_end, incarnations, member_ids, partitions); :func:`load_second` does the rest."""
+    names = ("cells", "members", "topics", "nemesis", "frames", "subscriptions", "assignments", "commits", "events",
+             "malformed")
+    t = Tables(**{n: spark.read.parquet(paths[n]) for n in names})
+    ev = t.events
+    seen = (ev.groupBy("run").agg(F.max("ts").alias("seen_ts"))
+            .unionByName(t.frames.groupBy("run").agg(F.max("ts").alias("seen_ts")))
+            .groupBy("run").agg(F.max("seen_ts").alias("seen_ts")))
+    t.run_end = (t.cells.select("run", "end_ts").join(seen, "run", "left")
+                 .select("run", F.coalesce("end_ts", "seen_ts", F.lit(0.0)).alias("run_end_ts")))
+
+    inc = (ev.groupBy("run", "member", "file", "incarnation")
+           .agg(F.min("ts").alias("start_ts"), F.max("ts").alias("last_ts"),
+                F.min(F.when(F.col("event") == "stopped", F.col("ts"))).alias("stopped_ts"),
+                F.max(F.when(F.col("event") == "error", F.col("fatal").cast("int"))).alias("had_fatal")))
+    w = Window.partitionBy("run", "file").orderBy("incarnation")
+    inc = inc.withColumn("next_start_ts", F.lead("start_ts").over(w))
+    kills = t.nemesis.where((F.col("fault") == "kill") & (F.col("phase") == "invoke")).select(
+        "run", F.col("target").alias("member"), F.col("ts").alias("kill_ts"))
+    inc = (inc.join(kills, ["run", "member"], "left")
+           .withColumn("kill_ts", F.when((F.col("kill_ts") >= F.col("last_ts"))
+                                         & (F.col("next_start_ts").isNull() | (F.col("kill_ts") <= F.col("next_start_ts"))),
+                                         F.col("kill_ts")))
+           .groupBy("run", "member", "file", "incarnation", "start_ts", "last_ts", "stopped_ts", "had_fatal",
+                    "next_start_ts")
+           .agg(F.min("kill_ts").alias("kill_ts"))
+           .join(t.run_end, "run", "left"))
+    inc = inc.withColumn("end_ts", F.coalesce("stopped_ts", "kill_ts", "next_start_ts",
+                                              F.greatest("run_end_ts", "last_ts")))
+    inc = inc.withColumn("end_kind", F.when(F.col("stopped_ts").isNotNull(), "stopped")
+                         .when(F.col("kill_ts").isNotNull(), "killed")
+                         .when(F.col("next_start_ts").isNotNull(), "restarted").otherwise("run-end"))
+    t.incarnations = inc.drop("run_end_ts")
+
+    t.member_ids = (t.frames.where(F.col("member_id").isNotNull() & (F.col("member_id") != ""))
+                    .groupBy("run", "member_id").agg(F.first("member").alias("member")))
+    t.partitions = (t.topics.where(F.col("partitions") > 0).select("run", "topic", F.explode(F.sequence(F.lit(0), F.col("partitions") - 1)).alias("partition"))
+                    .where(F.col("partition").isNotNull()))
+    return t
+
+
+def load_second(t: Tables) -> Tables:
+    """The tables built on the first wave (ownership, generations, leader assignments)."""
+    ev = t.events
+    tp_ev = (ev.where(F.col("event").isin("assigned", "revoked", "lost"))
+             .select("run", "member", "file", "incarnation", "line", "ts", "event", F.explode("partitions").alias("tp"))
+             .select("*", "tp.topic", "tp.partition").drop("tp"))
+    wtp = Window.partitionBy("run", "file", "incarnation", "topic", "partition").orderBy("line")
+    is_close = F.col("event") != "assigned"
+    tp_ev = (tp_ev.withColumn("prev_event", F.lag("event").over(wtp))
+             .withColumn("close_ts", F.first(F.when(is_close, F.col("ts")), ignorenulls=True)
+                         .over(wtp.rowsBetween(1, Window.unboundedFollowing)))
+             .withColumn("close_event", F.first(F.when(is_close, F.col("event")), ignorenulls=True)
+                         .over(wtp.rowsBetween(1, Window.unboundedFollowing))))
+    opens = tp_ev.where((F.col("event") == "assigned") & (F.col("prev_event").isNull() | (F.col("prev_event") != "assigned")))
+    own = opens.join(t.incarnations.select("run", "file", "incarnation", F.col("end_ts").alias("inc_end_ts"), "end_kind"),
+                     ["run", "file", "incarnation"], "left")
+    own = own.select(
+        "run", "member", "incarnation", "topic", "partition", F.col("ts").alias("start_ts"),
+        F.least("close_ts", "inc_end_ts").alias("end_ts"),
+        F.when(F.col("close_ts").isNotNull() & (F.col("close_ts") <= F.col("inc_end_ts")), F.col("close_event"))
+        .otherwise(F.col("end_kind")).alias("end_reason"))
+    t.ownership = own
+
+    jr = t.frames.where((F.col("api") == "JoinGroup") & (F.col("direction") == "response")
+                        & (F.coalesce("error_code", F.lit(0)) == 0) & F.col("generation").isNotNull())
+    gens = jr.groupBy("run", "generation").agg(
+        F.first("leader", ignorenulls=True).alias("leader_id"), F.countDistinct("leader").alias("n_leaders"),
+        F.first("protocol_name", ignorenulls=True).alias("protocol_name"), F.min("ts").alias("join_ts"),
+        F.max("n_members").alias("n_members"),
+        F.collect_set("member").alias("joined"))
+    gens = gens.join(t.member_ids.select("run", F.col("member_id").alias("leader_id"), F.col("member").alias("leader")),
+                     ["run", "leader_id"], "left")
+    gens = gens.join(t.members.select("run", F.col("member").alias("leader"), F.col("kind").alias("leader_kind")),
+                     ["run", "leader"], "left")
+    wg = Window.partitionBy("run").orderBy("generation")
+    t.generations = (gens.withColumn("cooperative", is_cooperative(F.col("protocol_name")))
+                     .withColumn("next_join_ts", F.lead("join_ts").over(wg)))
+
+    la = t.assignments.where(F.col("source") == "leader")
+    t.leader_assignments = la.join(
+        t.member_ids.select("run", F.col("member_id").alias("subject_member_id"), F.col("member").alias("subject")),
+        ["run", "subject_member_id"], "left")
+    return t

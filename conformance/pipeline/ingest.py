@@ -1,0 +1,299 @@
+"""Ingestion: run directories -> typed tables (Parquet under ``out_dir/tables``).
+
+Input: RunDirs (contract sections 4-6; histories per :mod:`conformance.history`).
+The small inputs (manifest, nemesis log, wire capture) are read in Python; the
+wire's embedded bytes are decoded there with :mod:`conformance.protocol`
+(:mod:`conformance.pipeline.wire`) and staged as JSON lines. The histories,
+which grow with the run, are read by Spark itself (text -> line numbers ->
+``from_json`` -> validation), so they scale with the cluster.
+
+Tables (every one carries ``run``, the cell's run id):
+
+- ``cells``, ``members``, ``topics``: from manifest.json.
+- ``nemesis``: faults (contract section 5).
+- ``frames``: every wire frame's envelope; ``subscriptions`` (JoinGroup
+  request protocols and the leader's view of members, decoded);
+  ``assignments`` (leader SyncGroup requests and members' SyncGroup
+  responses, decoded); ``commits`` (OffsetCommit partitions with the
+  response's error code).
+- ``events``: valid history lines with ``file``, ``line``, ``incarnation``.
+- ``malformed``: every line that could not be used, with file and line.
+
+Guarantees: a malformed line never aborts ingestion and is never dropped
+silently; it lands in ``malformed``. A run directory whose manifest cannot be
+read still gets a cell (scenario "unknown") so that its verdict says why.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from conformance.history import COMMON_FIELDS, EVENT_FIELDS
+from conformance.pipeline import schemas
+from conformance.pipeline.parallel import run_all
+from conformance.pipeline.wire import decode_wire
+
+
+def find_run_dirs(roots: list[Path]) -> list[Path]:
+    """Every directory under ``roots`` (recursively) holding a manifest.json, sorted."""
+    found: set[Path] = set()
+    for root in roots:
+        root = Path(root)
+        if (root / "manifest.json").is_file():
+            found.add(root.resolve())
+        if root.is_dir():
+            found.update(p.parent.resolve() for p in root.rglob("manifest.json"))
+    return sorted(found)
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+@dataclass
+class Staged:
+    """Python-side rows for one batch of runs, ready to be written as JSON lines."""
+
+    cells: list[dict]
+    members: list[dict]
+    topics: list[dict]
+    nemesis: list[dict]
+    frames: list[dict]
+    subscriptions: list[dict]
+    assignments: list[dict]
+    commits: list[dict]
+    malformed: list[dict]
+    files: list[dict]
+    run_ids: dict[str, str]   # run dir path -> run id
+
+
+def _read_manifest(run_dir: Path, malformed: list[dict]) -> dict:
+    path = run_dir / "manifest.json"
+    try:
+        m = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(m, dict):
+            raise ValueError(f"manifest is a {type(m).__name__}, not an object")
+        return m
+    except (OSError, ValueError) as exc:
+        malformed.append({"run": run_dir.name, "file": str(path), "line": 0, "problem": f"unreadable manifest: {exc}"})
+        return {}
+
+
+def stage(run_dirs: list[Path]) -> Staged:
+    """Read manifests, nemesis logs and wire captures; decode; never raise on bad input."""
+    st = Staged([], [], [], [], [], [], [], [], [], [], {})
+    for run_dir in run_dirs:
+        run_dir = Path(run_dir)
+        m = _read_manifest(run_dir, st.malformed)
+        run = str(m.get("run_id") or run_dir.name)
+        if run in st.run_ids.values():
+            run = f"{run}@{run_dir}"
+        st.run_ids[str(run_dir)] = run
+        timing = m.get("timing") if isinstance(m.get("timing"), dict) else {}
+        phases = [p for p in (m.get("phases") or []) if isinstance(p, dict)]
+        starts = [_num(p.get("start_ts")) for p in phases if _num(p.get("start_ts")) is not None]
+        st.cells.append({
+            "run": run, "scenario": m.get("scenario") or "unknown", "broker_version": m.get("broker_version") or "unknown",
+            "group_id": m.get("group_id"), "seed": m.get("seed") if isinstance(m.get("seed"), int) else None,
+            "expected_protocol": m.get("expected_protocol"),
+            **{k: _num(timing.get(k)) for k in ("session_timeout_ms", "heartbeat_interval_ms", "max_poll_interval_ms",
+                                                  "convergence_bound_ms", "revoke_bound_ms")},
+            "start_ts": min(starts) if starts else None, "last_fault_ts": _num(m.get("last_fault_ts")),
+            "end_ts": _num(m.get("end_ts")), "leader_rotation": bool(m.get("leader_rotation")),
+            "complete": m.get("complete") is not False,
+        })
+        for mem in m.get("members") or []:
+            if isinstance(mem, dict) and mem.get("name"):
+                st.members.append({"run": run, "member": mem["name"], "spec": mem.get("spec"), "kind": mem.get("kind"),
+                                   "version": mem.get("version"), "strategies": list(mem.get("strategies") or []),
+                                   "group_instance_id": mem.get("group_instance_id"),
+                                   "faults": list(mem.get("faults") or [])})
+        for topic, parts in (m.get("topics") or {}).items():
+            if isinstance(parts, int):
+                st.topics.append({"run": run, "topic": topic, "partitions": parts})
+        _stage_nemesis(run, run_dir / "nemesis.jsonl", st)
+        wire_path = run_dir / "wire.jsonl"
+        if wire_path.is_file():
+            with wire_path.open(encoding="utf-8", errors="replace") as fh:
+                rows = decode_wire(run, str(wire_path), fh)
+            st.frames += rows.frames
+            st.subscriptions += rows.subscriptions
+            st.assignments += rows.assignments
+            st.commits += rows.commits
+            st.malformed += rows.malformed
+            st.malformed += [{"run": run, "file": str(wire_path), "line": f["line"],
+                              "problem": f"tap could not decode frame: {f['undecodable']}"}
+                             for f in rows.frames if f.get("undecodable")]
+        members_dir = run_dir / "members"
+        if members_dir.is_dir():
+            for hist in sorted(members_dir.glob("*.jsonl")):
+                st.files.append({"uri": hist.resolve().as_uri(), "run": run, "file": str(hist)})
+    return st
+
+
+_FAULTS = {"start", "terminate", "kill", "pause", "resume", "broker-restart", "broker-kill", "proxy-disable",
+           "proxy-enable", "toxic-add", "toxic-remove"}
+
+
+def _stage_nemesis(run: str, path: Path, st: Staged) -> None:
+    if not path.is_file():
+        return
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                e = json.loads(line)
+                if not isinstance(e, dict) or _num(e.get("ts")) is None:
+                    raise ValueError("a nemesis entry needs an object with a numeric ts")
+                if e.get("fault") not in _FAULTS:
+                    raise ValueError(f"unknown fault {e.get('fault')!r}; known: {', '.join(sorted(_FAULTS))}")
+                if e.get("phase") not in ("invoke", "heal"):
+                    raise ValueError(f"phase must be invoke|heal, got {e.get('phase')!r}")
+                st.nemesis.append({"run": run, "line": number, "ts": float(e["ts"]), "fault": e["fault"],
+                                   "target": str(e.get("target")), "phase": e["phase"],
+                                   "details": json.dumps(e.get("details") or {}, sort_keys=True)})
+            except ValueError as exc:
+                st.malformed.append({"run": run, "file": str(path), "line": number, "problem": str(exc)})
+
+
+def _write_jsonl(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, separators=(",", ":")) + "\n")
+
+
+def _history_problem(F):
+    """A Spark column: why a parsed history line is unusable, or null when it is fine."""
+    j = F.col("j")
+    checks = [(j.isNull(), F.lit("not a JSON object"))]
+    for key in COMMON_FIELDS:
+        checks.append((j[key].isNull(), F.lit(f"missing or invalid field {key!r}")))
+    checks.append((~j["event"].isin(*EVENT_FIELDS), F.concat(F.lit("unknown event "), j["event"])))
+    for kind, fields in EVENT_FIELDS.items():
+        for key in fields:
+            if key in ("error",):  # committed.error is null on success: presence is not checkable after parsing
+                continue
+            checks.append(((j["event"] == kind) & j[key].isNull(), F.lit(f"{kind} event lacks valid {key!r}")))
+    checks.append((j["protocol"].isNotNull() & ~j["protocol"].isin("eager", "cooperative", "consumer"),
+                   F.concat(F.lit("protocol must be eager|cooperative|consumer, got "), j["protocol"])))
+    checks.append((j["event"].isin("consumed", "produced")
+                   & ((j["first_offset"] > j["last_offset"]) | (j["count"] < 1)),
+                   F.lit("offsets must satisfy first <= last, count >= 1")))
+    checks.append((j["event"].isin("assigned", "revoked", "lost")
+                   & F.exists(j["partitions"], lambda tp: (F.size(tp) != 2) | tp[1].cast("int").isNull()),
+                   F.lit("partitions must be [[topic, partition], ...]")))
+    checks.append((j["event"].isin("committed")
+                   & F.exists(j["offsets"], lambda o: (F.size(o) != 3) | o[2].cast("long").isNull()),
+                   F.lit("offsets must be [[topic, partition, offset], ...]")))
+    expr = None
+    for cond, msg in reversed(checks):
+        expr = F.when(cond, msg) if expr is None else F.when(cond, msg).otherwise(expr)
+    return expr
+
+
+def read_histories(spark, files: list[dict], tmp: Path):
+    """(events, malformed) DataFrames from every member history file, by Spark."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    files_path = tmp / "files.jsonl"
+    _write_jsonl(files_path, files)
+    files_df = spark.read.schema(schemas.FILES).json(str(files_path))
+    if not files:
+        empty = spark.createDataFrame([], schemas.MALFORMED)
+        return None, empty
+    raw = (spark.read.text([f["uri"] for f in files])
+           .withColumn("uri", F.input_file_name())
+           .withColumn("_id", F.monotonically_increasing_id()))
+    numbered = raw.withColumn("line", F.row_number().over(Window.partitionBy("uri").orderBy("_id")))
+    numbered = numbered.join(F.broadcast(files_df), "uri").where(F.trim("value") != "")
+    parsed = numbered.withColumn("j", F.from_json("value", schemas.HISTORY_JSON, {"mode": "PERMISSIVE"}))
+    parsed = parsed.withColumn("problem", _history_problem(F))
+    malformed = parsed.where(F.col("problem").isNotNull()).select(
+        "run", "file", F.col("line").cast("long").alias("line"), "problem")
+    good = parsed.where(F.col("problem").isNull())
+    tp = F.transform(F.col("j.partitions"), lambda a: F.struct(a[0].alias("topic"), a[1].cast("int").alias("partition")))
+    offs = F.transform(F.col("j.offsets"), lambda a: F.struct(a[0].alias("topic"), a[1].cast("int").alias("partition"),
+                                                             a[2].cast("long").alias("offset")))
+    events = good.select(
+        "run", "file", F.col("line").cast("long").alias("line"), "j.ts", "j.member", "j.client", "j.client_version",
+        "j.event", "j.member_id", "j.generation", "j.protocol", "j.reason", tp.alias("partitions"), "j.topic",
+        F.col("j.partition").cast("int").alias("partition"), "j.first_offset", "j.last_offset", "j.count",
+        offs.alias("offsets"), "j.error", "j.fatal")
+    w = Window.partitionBy("run", "file").orderBy("line").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    events = events.withColumn("incarnation", F.sum(F.when(F.col("event") == "started", 1).otherwise(0)).over(w))
+    return events, malformed
+
+
+TABLE_NAMES = ("cells", "members", "topics", "nemesis", "frames", "subscriptions", "assignments", "commits",
+               "events", "malformed")
+
+
+def ingest(spark, run_dirs: list[Path], out_dir: Path) -> dict[str, str]:
+    """Write the typed input tables as Parquet under ``out_dir/tables``; return name -> path.
+
+    Also returns the run id of each run directory under the key ``"__runs__"``
+    (a JSON string), since a run id comes from its manifest.
+    """
+    out_dir = Path(out_dir)
+    tables_dir = out_dir / "tables"
+    tmp = out_dir / "staging"
+    for d in (tables_dir, tmp):
+        if d.exists():
+            shutil.rmtree(d)
+        d.mkdir(parents=True)
+    st = stage(run_dirs)
+    staged = {
+        "cells": (st.cells, schemas.CELLS), "members": (st.members, schemas.MEMBERS),
+        "topics": (st.topics, schemas.TOPICS), "nemesis": (st.nemesis, schemas.NEMESIS),
+        "frames": (st.frames, schemas.FRAMES), "subscriptions": (st.subscriptions, schemas.SUBSCRIPTIONS),
+        "assignments": (st.assignments, schemas.ASSIGNMENTS), "commits": (st.commits, schemas.COMMITS),
+    }
+    paths: dict[str, str] = {}
+    writes = []
+    for name, (rows, schema) in staged.items():
+        src = tmp / f"{name}.jsonl"
+        _write_jsonl(src, rows)
+        dst = str(tables_dir / name)
+        paths[name] = dst
+        writes.append(lambda src=src, schema=schema, dst=dst:
+                      spark.read.schema(schema).json(str(src)).coalesce(1).write.mode("overwrite").parquet(dst))
+    events, hist_malformed = read_histories(spark, st.files, tmp)
+    if events is None:
+        events = spark.createDataFrame([], _events_schema())
+    paths["events"] = str(tables_dir / "events")
+    writes.append(lambda: events.write.mode("overwrite").parquet(paths["events"]))
+    py_malformed = tmp / "malformed.jsonl"
+    _write_jsonl(py_malformed, st.malformed)
+    malformed = spark.read.schema(schemas.MALFORMED).json(str(py_malformed)).unionByName(hist_malformed)
+    paths["malformed"] = str(tables_dir / "malformed")
+    writes.append(lambda: malformed.coalesce(1).write.mode("overwrite").parquet(paths["malformed"]))
+    for result in run_all(writes):
+        if isinstance(result, BaseException):
+            raise result
+    paths["__runs__"] = json.dumps(st.run_ids)
+    return paths
+
+
+def _events_schema():
+    from pyspark.sql.types import ArrayType, BooleanType, DoubleType, IntegerType, LongType, StringType, StructField, StructType
+
+    offs = ArrayType(StructType([StructField("topic", StringType()), StructField("partition", IntegerType()),
+                                 StructField("offset", LongType())]))
+    return StructType([
+        StructField("run", StringType()), StructField("file", StringType()), StructField("line", LongType()),
+        StructField("ts", DoubleType()), StructField("member", StringType()), StructField("client", StringType()),
+        StructField("client_version", StringType()), StructField("event", StringType()),
+        StructField("member_id", StringType()), StructField("generation", LongType()),
+        StructField("protocol", StringType()), StructField("reason", StringType()),
+        StructField("partitions", schemas.TPS), StructField("topic", StringType()),
+        StructField("partition", IntegerType()), StructField("first_offset", LongType()),
+        StructField("last_offset", LongType()), StructField("count", LongType()), StructField("offsets", offs),
+        StructField("error", StringType()), StructField("fatal", BooleanType()), StructField("incarnation", LongType()),
+    ])

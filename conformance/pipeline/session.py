@@ -1,0 +1,56 @@
+"""One SparkSession per process, configured for a small machine.
+
+Guarantee: :func:`get_session` returns the same session for every call in a
+process (Spark start is slow, ~8 s here); the master of the first call wins,
+and a later call asking for a different master raises ``SuiteError`` rather
+than silently judging on the wrong cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+from conformance import config
+from conformance.errors import SuiteError
+
+_lock = threading.Lock()
+_session = None
+_master: str | None = None
+
+
+def get_session(master: str | None = None):
+    """The process's SparkSession (created on first use)."""
+    global _session, _master
+    wanted = master or config.SPARK_MASTER
+    with _lock:
+        if _session is not None:
+            if master and master != _master:
+                raise SuiteError(f"a SparkSession on {_master!r} already runs in this process; cannot switch to {master!r}")
+            return _session
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        try:
+            from pyspark.sql import SparkSession
+
+            builder = SparkSession.builder.master(wanted).appName("conformance-pipeline")
+            for key, value in config.SPARK_CONF.items():
+                if wanted.startswith("local") or not key.startswith("spark.driver.") or key == "spark.driver.memory":
+                    builder = builder.config(key, value)
+            _session = builder.getOrCreate()
+            _session.sparkContext.setLogLevel(config.SPARK_LOG_LEVEL)
+        except Exception as exc:  # JVM missing, master unreachable, ...
+            raise SuiteError(f"could not start Spark on {wanted!r}: {exc}") from exc
+        _master = wanted
+        return _session
+
+
+def stop_session() -> None:
+    """Stop the process's session (tests and benches call this at the end)."""
+    global _session, _master
+    with _lock:
+        if _session is not None:
+            _session.stop()
+        _session = None
+        _master = None
