@@ -65,7 +65,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     from conformance.cluster import Cluster
 
     run = RunDir.create(tmp_path_factory.mktemp("java-harness"), "java")
-    with Supervisor(run.logs) as sup, Cluster(run, BROKER, sup, slots=8) as cluster:
+    with Supervisor(run.logs) as sup, Cluster(run, BROKER, sup, slots=12) as cluster:
         yield Env(run, sup, cluster)
 
 
