@@ -35,10 +35,12 @@ def run(args: argparse.Namespace) -> int:
         brokers = args.broker or [config.DEFAULT_BROKER]
         specs = parse_specs(args.clients) if args.clients else [MemberSpec.parse(s) for s in config.DEFAULT_MIX]
     started = time.monotonic()
+    # Clients first: a version that does not exist is the likeliest mistake, and
+    # it should be reported before minutes of broker downloads.
+    for spec in dict.fromkeys(MemberSpec(s.kind, s.version) for s in specs):
+        member_install.ensure_client(spec)
     for version in dict.fromkeys(brokers):
         cluster_install.ensure_broker(version)
     cluster_install.ensure_toxiproxy()
-    for spec in dict.fromkeys(MemberSpec(s.kind, s.version) for s in specs):
-        member_install.ensure_client(spec)
     print(f"setup: ready in {time.monotonic() - started:.1f}s (cache: {config.CACHE_DIR})")
     return 0
