@@ -80,7 +80,7 @@ TEST_CLIENTS: tuple[str, ...] = (
     "java@4.4.0",
     "java@2.8.1",
     "librdkafka@2.16.1",
-    "librdkafka@1.9.2",
+    "librdkafka@2.0.2",   # oldest confluent-kafka with a cp311 wheel (no 1.x has one)
     "sarama@1.61.1",
     "sarama@1.38.1",
     "kafka-python@3.0.12",
