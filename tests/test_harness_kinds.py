@@ -1,0 +1,90 @@
+"""The three kind modules (contract section 8): capabilities, commands, version errors.
+
+Capability answers come from the clients' own sources (see each module's
+docstring). The version-error tests ask the real registries (PyPI, the Go
+module proxy) and are marked slow; so is the harness run that shows
+librdkafka refusing a mixed eager/cooperative list.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conformance import config
+from conformance.errors import UsageError
+from conformance.history import read_history
+from conformance.members.harness_config import HarnessConfig
+from conformance.members.kinds import kafka_python, librdkafka, sarama
+
+KINDS = [librdkafka, kafka_python, sarama]
+
+
+@pytest.mark.parametrize("mod", KINDS, ids=lambda m: m.KIND)
+def test_known_versions_are_new_and_old_with_the_default_first(mod) -> None:
+    versions = mod.known_versions()
+    assert versions[0] == config.DEFAULT_CLIENT_VERSIONS[mod.KIND]
+    assert len(versions) >= 2
+
+
+def test_cooperative_support_boundaries() -> None:
+    assert librdkafka.supports_cooperative("1.6.0") and not librdkafka.supports_cooperative("1.5.3")
+    assert kafka_python.supports_cooperative("3.0.0") and not kafka_python.supports_cooperative("2.3.3")
+    # PR 3696 (member-side incremental rebalancing) first ships in 1.61.0; 1.60.x has the leader side only.
+    assert sarama.supports_cooperative("1.61.0") and not sarama.supports_cooperative("1.60.2")
+    assert "cooperative-sticky" in sarama.strategies_supported("1.60.1")
+    assert "cooperative-sticky" not in sarama.strategies_supported("1.38.1")
+
+
+def test_strategies_are_canonical_and_match_each_client() -> None:
+    assert "sticky" not in librdkafka.strategies_supported("2.16.1")  # librdkafka has no eager sticky
+    assert kafka_python.strategies_supported("2.3.3") == ["sticky", "range", "roundrobin"]
+    assert kafka_python.strategies_supported("3.0.12")[0] == "cooperative-sticky"
+    for mod in KINDS:
+        for v in mod.known_versions():
+            assert set(mod.strategies_supported(v)) <= {"cooperative-sticky", "sticky", "range", "roundrobin"}
+
+
+def test_commands_name_the_version_and_config(tmp_path: Path) -> None:
+    cfg = tmp_path / "m1.json"
+    argv, env = librdkafka.command("2.16.1", cfg)
+    assert argv[0].endswith("venvs/librdkafka-2.16.1/bin/python") and argv[-1] == str(cfg)
+    assert env["PYTHONPATH"] == str(config.REPO_ROOT)
+    argv, env = kafka_python.command("3.0.12", cfg)
+    assert "kafka-python-3.0.12" in argv[0] and argv[1].endswith("clients/kafka-python/harness.py")
+    argv, env = sarama.command("1.38.1", cfg)
+    assert argv == [str(config.SARAMA_DIR / "1.38.1" / "harness"), str(cfg)]
+
+
+@pytest.mark.slow
+def test_pypi_version_errors_name_real_versions() -> None:
+    with pytest.raises(UsageError, match=r"no binary wheel.*2\.0\.2"):
+        librdkafka.ensure("1.9.2")  # on PyPI, but no cp311 wheel
+    with pytest.raises(UsageError, match=r"no version '9\.9\.9'.*3\.0\.12"):
+        kafka_python.ensure("9.9.9")
+    assert not (config.VENVS_DIR / "kafka-python-9.9.9").exists()
+
+
+@pytest.mark.slow
+def test_go_version_error_names_both_module_paths() -> None:
+    with pytest.raises(UsageError, match=r"github.com/IBM/sarama has .*1\.61\.1.*github.com/Shopify/sarama has .*1\.38\.1"):
+        sarama.ensure("1.39.7")
+    assert sarama.module_for("1.38.1") == sarama.SHOPIFY_MODULE
+    assert sarama.module_for("1.61.1") == sarama.IBM_MODULE
+
+
+@pytest.mark.slow
+def test_librdkafka_rejects_a_mixed_list_with_a_fatal_error(tmp_path: Path) -> None:
+    librdkafka.ensure("2.16.1")
+    cfg = HarnessConfig(member="m1", client="librdkafka", client_version="2.16.1",
+                        bootstrap_servers=f"{config.HOST}:9", group_id="g", topics=["t"],
+                        history_path=str(tmp_path / "m1.jsonl"),
+                        assignment_strategies=["cooperative-sticky", "range"])
+    argv, env = librdkafka.command("2.16.1", cfg.write(tmp_path / "m1.json"))
+    proc = subprocess.run(argv, env={**env, "PATH": "/usr/bin:/bin"}, capture_output=True, timeout=60)
+    assert proc.returncode == 2
+    events = [e for _, e, problem in read_history(open(tmp_path / "m1.jsonl")) if not problem]
+    assert [e["event"] for e in events] == ["started", "error"]
+    assert events[1]["fatal"] is True and "mixing eager and cooperative" in events[1]["error"]
