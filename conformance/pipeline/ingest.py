@@ -171,7 +171,8 @@ def _write_jsonl(path: Path, rows: list[dict]) -> None:
 def _history_problem(F):
     """A Spark column: why a parsed history line is unusable, or null when it is fine."""
     j = F.col("j")
-    checks = [(j.isNull(), F.lit("not a JSON object"))]
+    text = F.trim(F.col("value"))
+    checks = [(j.isNull() | ~text.startswith("{") | ~text.endswith("}"), F.lit("not a JSON object (or a truncated line)"))]
     for key in COMMON_FIELDS:
         checks.append((j[key].isNull(), F.lit(f"missing or invalid field {key!r}")))
     checks.append((~j["event"].isin(*EVENT_FIELDS), F.concat(F.lit("unknown event "), j["event"])))

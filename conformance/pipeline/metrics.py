@@ -1,9 +1,9 @@
 """Per-cell metrics (contract section 7 ``metrics`` plus a few named extras).
 
 - ``rebalances``: generations formed (successful JoinGroup responses).
-- ``rounds``: generations per rebalance; generations less than a heartbeat
-  interval apart belong to one rebalance (a cooperative follow-up round
-  rejoins at once after the revoke).
+- ``rounds``: generations per rebalance; a generation that follows a
+  cooperative generation after which some member revoked partitions is that
+  rebalance's follow-up round (KIP-429), not a new rebalance.
 - ``convergence_ms``: per fault (nemesis invoke), the time from the fault to
   the last generation of the first rebalance after it (and before the next fault).
 - ``pause_ms``: per member, the longest gap between its consumed batches that
@@ -36,6 +36,9 @@ def compute(t: Tables) -> dict[str, dict]:
     for r in t.generations.select("run", "generation", "join_ts", "leader_kind", "protocol_name").collect():
         gens[r["run"]].append(r)
     bursts: dict[str, list[tuple[float, float]]] = {}
+    revokes: dict[str, list[float]] = defaultdict(list)
+    for r in t.events.where(F.col("event") == "revoked").select("run", "ts").collect():
+        revokes[r["run"]].append(r["ts"])
     for run, gs in gens.items():
         if run not in out:
             continue
@@ -49,11 +52,14 @@ def compute(t: Tables) -> dict[str, dict]:
         final = gs[-1]["protocol_name"]
         m["protocol"] = "cooperative" if final in config.COOPERATIVE_ASSIGNORS else "eager"
         m["protocol_name"] = final
-        limit = tm[run]["heartbeat_ms"]
         spans: list[list[float]] = []
         rounds: list[int] = []
+        prev = None
         for g in sorted(gs, key=lambda r: r["join_ts"]):
-            if spans and g["join_ts"] - spans[-1][1] <= limit:
+            follow_up = (prev is not None and prev["protocol_name"] in config.COOPERATIVE_ASSIGNORS
+                         and any(prev["join_ts"] < ts < g["join_ts"] for ts in revokes.get(run, ())))
+            prev = g
+            if spans and follow_up:
                 spans[-1][1] = g["join_ts"]
                 rounds[-1] += 1
             else:

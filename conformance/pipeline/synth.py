@@ -182,18 +182,48 @@ class CellBuilder:
         return self.path
 
 
+#: Defects :func:`cooperative_story` can introduce, each breaking one invariant (the key).
+BREAKS: dict[str, str] = {
+    "e1": "m2's subscription is v3 but ends inside its topic array",
+    "e2": "the leader sends m2 an assignment that ends inside its partition array",
+    "e3": "m2's cooperative-sticky userData is 3 garbage bytes (a warning)",
+    "e4": "the reference member m2 writes its owned partitions unsorted (Java sorts them)",
+    "e5": "m1 still declares t-2, t-3 owned in generation 3, a second after revoking them",
+    "l1": "the leader of generation 2 sends no assignment for m2",
+    "l2": "the leader of generation 2 assigns m1 a partition of a topic nobody subscribed to",
+    "l3": "the final generation gives m1 one partition and m2 three",
+    "l4": "a generation 4 with the same members swaps every partition",
+    "l5": "a leader-rotation cell in which the reference member never leads",
+    "r1": "generation 2 hands t-2 to m2 while m1 validly declares it owned",
+    "r2": "m2 records t-2 assigned while m1 still owns it",
+    "r2-allowed": "as r2, but m1 is paused (SIGSTOP) at the time: allowed",
+    "r3": "m1 revokes t-0 and gets it back with no other owner in between",
+    "r4": "t-2, t-3 are revoked and nobody gets them for the rest of a long run",
+    "r5": "every member offers only cooperative-sticky but the final generation is range",
+    "d1": "m2 never consumes offsets 90-99 of t-3",
+    "d2": "m1's accepted commit moves t-1 back from 50 to 30",
+    "d2-stale": "the broker accepts m1's commit from generation 1 after generation 2 formed",
+    "d3": "m1 re-reads t-0 90-99 with no rebalance or fault in between",
+    "d3-allowed": "as d3, but m1 was paused in between: counted, allowed",
+    "v1": "m2 reports a fatal error and never stops",
+}
+
+
 def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **kw) -> Path:
-    """The clean cooperative story, optionally broken in one named way.
+    """The clean cooperative story, optionally broken in one named way (:data:`BREAKS`).
 
     Story: java member m1 starts alone and leads generation 1, taking t-0..3.
-    The producer writes 100 records to each partition. The reference member
-    m2 starts at 10 s; generation 2: m1 (leader) declares t-0..3 owned and
-    keeps t-0, t-1, withholding t-2, t-3, which m1 revokes (after committing);
-    the follow-up generation 3 gives t-2, t-3 to m2, which consumes the rest.
-    Both stop cleanly at 40 s. Every invariant holds.
-
-    ``break_`` names a defect (see the tests): each changes one thing.
+    The producer writes 50 records to each partition; m1 consumes and commits
+    them. The reference member m2 starts at 10 s; generation 2: m1 (leader)
+    declares t-0..3 owned and keeps t-0, t-1, withholding t-2, t-3, which m1
+    commits and revokes; the follow-up generation 3 (2 s later) gives t-2,
+    t-3 to m2. 50 more records per partition are produced and consumed by
+    their owners. Both stop cleanly at the end. Every invariant holds.
     """
+    if break_ is not None and break_ not in BREAKS:
+        raise ValueError(f"unknown break {break_!r}; known: {', '.join(BREAKS)}")
+    if break_ == "l5":
+        kw["leader_rotation"] = True
     b = CellBuilder(root, run_id, **kw)
     T = "t"
     all4 = [(T, p) for p in range(4)]
@@ -207,72 +237,151 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
         b.consumed("m1", 3000 + p, T, p, 0, 49)
     b.commit("m1", 4000, 1, [(T, p, 50) for p in range(4)])
     b.started("m2", 10000)
-    for p in range(4):
-        b.produced(10500 + p, T, p, 50, 99)
-    owned_m1 = all4 if break_ != "e5-stale" else all4 + [(T, 3)]
-    sub_m1 = b.subscription("m1", owned=owned_m1, generation=1)
-    if break_ == "e5-stale":
-        sub_m1 = b.subscription("m1", owned=all4[:2], generation=1)
     sub_m2 = b.subscription("m2")
     if break_ == "e1":
-        sub_m2 = "0003000000"            # v3 but truncated topic array
-    if break_ == "e4":
-        # A v1 subscription whose owned partitions are written unsorted: decodes, but is not canonical.
-        sub_m2 = "0001" + "00000001" + "0001" + "74" + "00000000" + "00000001" + "0001" + "74" + "00000002" + "00000001" + "00000000"
-    if break_ == "e3":
+        sub_m2 = "0003" + "00000002" + "0001" + "74"          # two topics announced, one present
+    elif break_ == "e4":
+        # v1: topics [t], userData empty, owned [t: 1, 0] (unsorted): decodes, but Java would write [0, 1].
+        sub_m2 = "0001" + "00000001" + "000174" + "00000000" + "00000001" + "000174" + "00000002" + "00000001" + "00000000"
+    elif break_ == "e3":
         sub_m2 = b.subscription("m2", user_data=b"\x01\x02\x03")
-    b.join(2, 11000, "m1", {"m1": sub_m1, "m2": sub_m2})
-    g2 = {"m1": all4[:2], "m2": []}
+    b.join(2, 11000, "m1", {"m1": b.subscription("m1", owned=all4, generation=1), "m2": sub_m2})
+    g2: dict[str, list] = {"m1": all4[:2], "m2": []}
     if break_ == "l1":
         g2 = {"m1": all4[:2]}
-    if break_ == "l2":
+        b.frame(11100, "m2", "SyncGroup", "request", generation=2, protocol_name="cooperative-sticky", assignments=[])
+    elif break_ == "l2":
         g2 = {"m1": all4[:2] + [("other", 0)], "m2": []}
-    if break_ == "r1":
+    elif break_ == "r1":
         g2 = {"m1": all4[:2], "m2": [(T, 2)]}
-    raw = {"m2": "00030000"} if break_ == "e2" else None
+    raw = {"m2": "0003" + "00000001" + "000174" + "00000002" + "00000000"} if break_ == "e2" else None
     b.sync(2, 11100, "m1", g2, raw=raw)
-    b.commit("m1", 11200, 2, [(T, p, 100) for p in range(4)] if break_ != "d2" else [(T, 0, 100), (T, 1, 30)])
+    if break_ == "d2":
+        b.commit("m1", 11200, 2, [(T, 0, 50), (T, 1, 30)])
+    else:
+        b.commit("m1", 11200, 2, [(T, p, 50) for p in range(4)])
     if break_ == "d2-stale":
-        b.commit("m1", 11300, 1, [(T, 0, 100)])
-    if break_ == "r2":
-        b.assigned("m2", 11250, [(T, 2)])    # m2 takes t-2 before m1 gave it up
+        b.commit("m1", 11300, 1, [(T, 0, 50)])
+    if break_ in ("r2", "r2-allowed"):
+        if break_ == "r2-allowed":
+            b.fault(11240, "pause", "m1")
+            b.fault(11260, "resume", "m1", phase="heal")
+        b.assigned("m2", 11250, [(T, 2)])               # m1 has not given t-2 up yet
     if break_ == "r3":
         b.revoked("m1", 11300, [(T, 0)])
         b.assigned("m1", 11350, [(T, 0)])
-    if break_ == "r5-eager":
-        pass
     b.revoked("m1", 11400, all4[2:])
-    b.join(3, 11500, "m1", {"m1": b.subscription("m1", owned=all4[:2], generation=2),
-                             "m2": b.subscription("m2", owned=[(T, 2)] if break_ == "r2" else [], generation=2)})
-    final = {"m1": all4[:2], "m2": all4[2:]}
+    m1_owned_g3 = all4 if break_ == "e5" else all4[:2]
+    final_proto = "range" if break_ == "r5" else "cooperative-sticky"
+    b.join(3, 12500, "m1", {"m1": b.subscription("m1", owned=m1_owned_g3, generation=2),
+                             "m2": b.subscription("m2", owned=[(T, 2)] if break_ in ("r2", "r2-allowed") else [],
+                                                  generation=2)}, protocol=final_proto,
+           offered={"m1": ["cooperative-sticky"], "m2": ["cooperative-sticky"]} if break_ == "r5" else None)
+    final: dict[str, list] = {"m1": all4[:2], "m2": all4[2:]}
     if break_ == "l3":
         final = {"m1": all4[:1], "m2": all4[1:]}
-    if break_ == "v1-unowned" or break_ == "r4":
+    elif break_ == "r4":
         final = {"m1": all4[:2], "m2": []}
-    b.sync(3, 11600, "m1", final)
+    b.sync(3, 12600, "m1", final, protocol=final_proto)
     if break_ == "l3":
-        b.revoked("m1", 11650, [(T, 1)])
-    if break_ not in ("v1-unowned", "r4"):
-        b.assigned("m2", 11700, [tp for tp in final["m2"] if not (break_ == "r2" and tp == (T, 2))])
-    if break_ == "r2":
-        pass
-    for p in (0, 1):
-        b.consumed("m1", 12000 + p, T, p, 50, 99)
-    if break_ not in ("v1-unowned", "r4"):
-        for p in (2, 3):
-            if break_ == "d1" and p == 3:
-                b.consumed("m2", 12000 + p, T, p, 50, 89)
-                continue
-            b.consumed("m2", 12000 + p, T, p, 50, 99)
+        b.revoked("m1", 12650, [(T, 1)])
+    news = [tp for tp in final["m2"] if not (break_ in ("r2", "r2-allowed") and tp == (T, 2))]
+    if news:
+        b.assigned("m2", 12700, news)
+    if break_ == "l4":
+        b.join(4, 20000, "m1", {"m1": b.subscription("m1", owned=all4[:2], generation=3),
+                                 "m2": b.subscription("m2", owned=all4[2:], generation=3)})
+        b.sync(4, 20100, "m1", {"m1": all4[2:], "m2": all4[:2]})
+    for p in range(4):
+        b.produced(13000 + p, T, p, 50, 99)
+    owners = {tp: m for m, tps in final.items() for tp in tps}
+    for (t, p), m in sorted(owners.items()):
+        last = 89 if (break_ == "d1" and p == 3) else 99
+        b.consumed(m, 14000 + p, t, p, 50, last)
+    if break_ == "r4":
+        pass                                            # nobody consumes t-2, t-3 again (D1 fails too)
     if break_ == "d3":
-        b.consumed("m1", 12500, T, 0, 90, 99)    # re-read with no rebalance or fault since 12000
+        b.consumed("m1", 15000, T, 0, 90, 99)           # re-read with no rebalance or fault since 14000
     if break_ == "d3-allowed":
-        b.fault(12400, "pause", "m1")
-        b.fault(12450, "resume", "m1", phase="heal")
-        b.consumed("m1", 12500, T, 0, 90, 99)
-    end = 60000 if break_ == "r4" else 40000
-    if break_ == "v1-crash":
-        b.error("m2", 39000, "boom: unexpected client state", fatal=True)
+        b.fault(14500, "pause", "m1")
+        b.fault(14600, "resume", "m1", phase="heal")
+        b.consumed("m1", 15000, T, 0, 90, 99)
+    end = 60000.0
     b.stopped("m1", end - 100)
-    b.stopped("m2", end - 50)
+    if break_ == "v1":
+        b.error("m2", end - 200, "boom: unexpected client state", fatal=True)
+    else:
+        b.stopped("m2", end - 50)
     return b.write(end)
+
+
+def eager_story(root: Path, run_id: str, *, break_: str | None = None, **kw) -> Path:
+    """A clean eager (range) story, or with ``break_="r5"``: m1 rejoins still owning.
+
+    Story: java m1 (range) leads generation 1 with t-0..3. librdkafka m2
+    (range) starts; m1 revokes everything, then both join generation 2, which
+    gives each two partitions. Eager: R1 and R3 do not apply; R5 requires the
+    full revoke before the rejoin.
+    """
+    kw.setdefault("members", (("m1", "java@4.4.0"), ("m2", "librdkafka@2.16.1")))
+    b = CellBuilder(root, run_id, expected_protocol="eager", strategies=("range",), **kw)
+    T = "t"
+    all4 = [(T, p) for p in range(4)]
+    b.started("m1", 1000)
+    for p in range(4):
+        b.produced(1500 + p, T, p, 0, 9)
+    b.join(1, 2000, "m1", {"m1": b.subscription("m1", version=1, user_data=b"")}, protocol="range")
+    b.sync(1, 2100, "m1", {"m1": all4}, protocol="range")
+    b.assigned("m1", 2200, all4)
+    for p in range(4):
+        b.consumed("m1", 3000 + p, T, p, 0, 9)
+    b.started("m2", 10000)
+    if break_ != "r5":
+        b.revoked("m1", 10900, all4)
+    b.join(2, 11000, "m1", {"m1": b.subscription("m1", version=1, user_data=b""),
+                             "m2": b.subscription("m2", version=1, user_data=b"")}, protocol="range")
+    if break_ == "r5":
+        b.revoked("m1", 11050, all4)
+    b.sync(2, 11100, "m1", {"m1": all4[:2], "m2": all4[2:]}, protocol="range")
+    b.assigned("m1", 11200, all4[:2])
+    b.assigned("m2", 11200, all4[2:])
+    b.stopped("m1", 59900)
+    b.stopped("m2", 59950)
+    return b.write(60000.0)
+
+
+def malformed_story(root: Path, run_id: str) -> Path:
+    """The clean story plus unusable lines in every input file (each must be reported)."""
+    path = cooperative_story(root, run_id)
+    with (path / "members" / "m1.jsonl").open("a") as fh:
+        fh.write("this is not json\n")
+        fh.write('{"ts": 1.0, "member": "m1", "client": "java", "client_version": "4.4.0", "event": "assigned"}\n')
+    with (path / "wire.jsonl").open("a") as fh:
+        fh.write('{"ts": 5, "member": "m1"\n')
+        fh.write('{"ts": 6.0, "member": "m1", "api": "JoinGroup", "direction": "request", "undecodable": "short frame", "raw": "00"}\n')
+    with (path / "nemesis.jsonl").open("a") as fh:
+        fh.write('{"ts": 7.0, "fault": "meteor", "target": "m1", "phase": "invoke"}\n')
+    return path
+
+
+_JUDGED: dict[str, tuple[Path, list[dict]]] = {}
+
+
+def judged_catalog(root: Path) -> tuple[Path, list[dict]]:
+    """Build every story cell (clean, each break, eager, malformed) under ``root`` and judge them once.
+
+    Cached per process, so that several test modules share one Spark judge
+    call. Returns (out_dir, verdicts).
+    """
+    if "catalog" not in _JUDGED:
+        from conformance.pipeline import judge
+
+        runs = root / "runs"
+        dirs = [cooperative_story(runs, "clean", scenario="rolling-restart")]
+        dirs += [cooperative_story(runs, f"break-{name}", break_=name, scenario=f"break-{name}") for name in BREAKS]
+        dirs.append(eager_story(runs, "eager-clean", scenario="upgrade-eager-to-cooperative"))
+        dirs.append(eager_story(runs, "eager-r5", break_="r5", scenario="upgrade-eager-to-cooperative"))
+        dirs.append(malformed_story(runs, "malformed"))
+        out = root / "out"
+        _JUDGED["catalog"] = (out, judge(dirs, out))
+    return _JUDGED["catalog"]

@@ -18,10 +18,10 @@ Guarantees:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
-from conformance.protocol import DecodeError, decode_assignment, decode_subscription, encode_subscription
+from conformance.protocol import DecodeError, Subscription, TopicPartitions, decode_assignment, decode_subscription, encode_subscription
 from conformance.protocol.userdata import classify_userdata
 
 
@@ -52,6 +52,19 @@ def _userdata(data: bytes | None, assignor: str | None) -> dict:
     return {"userdata_format": info.format, "userdata_note": info.note, "userdata_ambiguous": bool(info.ambiguous)}
 
 
+def canonical(sub: Subscription) -> Subscription:
+    """The same content as Java writes it: topics sorted, owned partitions sorted by topic then partition.
+
+    Java sorts because the broker compares member metadata byte for byte and an
+    unstable order causes needless rebalances (PROTOCOL-FACTS.md).
+    """
+    owned: dict[str, set[int]] = {}
+    for tp in sub.owned_partitions:
+        owned.setdefault(tp.topic, set()).update(tp.partitions)
+    return replace(sub, topics=tuple(sorted(sub.topics)),
+                   owned_partitions=tuple(TopicPartitions(t, tuple(sorted(ps))) for t, ps in sorted(owned.items())))
+
+
 def decode_subscription_row(metadata_hex: str | None, assignor: str | None) -> dict:
     """Columns describing one subscription's bytes (strict decode, canonical re-encode)."""
     row: dict[str, Any] = {"metadata_hex": metadata_hex}
@@ -76,7 +89,7 @@ def decode_subscription_row(metadata_hex: str | None, assignor: str | None) -> d
     )
     row.update(_userdata(sub.user_data, assignor))
     try:
-        row["canonical_equal"] = encode_subscription(sub) == data
+        row["canonical_equal"] = encode_subscription(canonical(sub)) == data
     except Exception as exc:
         row["canonical_equal"] = False
         row["canonical_error"] = str(exc)

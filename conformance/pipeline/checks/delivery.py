@@ -42,18 +42,31 @@ def check_d1(t: Tables) -> list[dict]:
     covered = (produced.join(isl, ["run", "topic", "partition"])
                .where((F.col("i_first") <= F.col("first_offset")) & (F.col("i_last") >= F.col("last_offset")))
                .select("run", "topic", "partition", "first_offset", "last_offset").distinct())
-    bad = (produced.join(covered, ["run", "topic", "partition", "first_offset", "last_offset"], "left_anti")
-           .groupBy("run", "topic", "partition")
-           .agg(F.sort_array(F.collect_list(F.struct("first_offset", "last_offset", "ts"))).alias("ranges"),
-                F.sum(F.col("last_offset") - F.col("first_offset") + 1).alias("n")).collect())
+    bad = produced.join(covered, ["run", "topic", "partition", "first_offset", "last_offset"], "left_anti")
+    near = (bad.join(isl, ["run", "topic", "partition"])
+            .where((F.col("i_last") >= F.col("first_offset")) & (F.col("i_first") <= F.col("last_offset")))
+            .groupBy("run", "topic", "partition", "first_offset", "last_offset")
+            .agg(F.collect_list(F.struct("i_first", "i_last")).alias("isl")))
+    rows = (bad.join(near, ["run", "topic", "partition", "first_offset", "last_offset"], "left")
+            .groupBy("run", "topic", "partition")
+            .agg(F.sort_array(F.collect_list(F.struct("first_offset", "last_offset", "ts", "isl"))).alias("ranges"))
+            .collect())
     out = []
-    for r in bad:
-        ranges = [[x["first_offset"], x["last_offset"]] for x in r["ranges"]]
-        shown = ", ".join(f"{a}-{b}" for a, b in ranges[:10]) + (" ..." if len(ranges) > 10 else "")
-        out.append(violation("D1", r["run"], f"acknowledged offsets {shown} of {r['topic']}-{r['partition']} were not all "
-                             f"consumed ({r['n']} records in ranges not fully covered)",
-                             partitions=[[r["topic"], r["partition"]]], ts=r["ranges"][0]["ts"],
-                             evidence={"ranges": ranges[:100]}))
+    for r in rows:
+        missing: list[list[int]] = []
+        for x in r["ranges"]:
+            cursor = x["first_offset"]
+            for i in sorted(x["isl"] or [], key=lambda i: i["i_first"]):
+                if i["i_first"] > cursor:
+                    missing.append([cursor, min(i["i_first"] - 1, x["last_offset"])])
+                cursor = max(cursor, i["i_last"] + 1)
+            if cursor <= x["last_offset"]:
+                missing.append([cursor, x["last_offset"]])
+        n = sum(b - a + 1 for a, b in missing)
+        shown = ", ".join(f"{a}-{b}" for a, b in missing[:10]) + (" ..." if len(missing) > 10 else "")
+        out.append(violation("D1", r["run"], f"{n} acknowledged record(s) of {r['topic']}-{r['partition']} never "
+                             f"consumed: offsets {shown}", partitions=[[r["topic"], r["partition"]]],
+                             ts=r["ranges"][0]["ts"], evidence={"missing": missing[:100], "records": n}))
     return out
 
 

@@ -1,0 +1,139 @@
+"""Every invariant of the catalog fails on a hand-made history that violates it
+and passes on the clean one (real Spark, one judge call for all cells).
+
+The stories are in conformance.pipeline.synth (docstrings tell them):
+``cooperative_story`` (clean, and one cell per entry of ``BREAKS``),
+``eager_story`` and ``malformed_story``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conformance.pipeline.checks import CATALOG
+from conformance.pipeline.synth import BREAKS, judged_catalog
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="session")
+def judged(tmp_path_factory):
+    out, verdicts = judged_catalog(tmp_path_factory.mktemp("pipeline-catalog"))
+    return out, {v["run"]: v for v in verdicts}
+
+
+def _inv(judged, run, inv):
+    return judged[1][run]["invariants"][inv]
+
+
+def test_clean_story_passes_every_invariant(judged):
+    cell = judged[1]["clean"]
+    bad = {k: (i["status"], i["error"], [v["message"] for v in i["violations"]])
+           for k, i in cell["invariants"].items() if i["status"] != "pass" or i["violations"]}
+    assert bad == {}
+    assert set(cell["invariants"]) == set(CATALOG)
+    assert cell["verdict"] == "pass" and cell["malformed"] == []
+
+
+# break name -> (invariant that must fail, a fragment of its message)
+EXPECTED = {
+    "e1": ("E1", "does not decode"),
+    "e2": ("E2", "does not decode"),
+    "e4": ("E4", "canonical"),
+    "e5": ("E5", "declared owned t-2, t-3"),
+    "l1": ("L1", "assigned nothing to member(s) m2-id"),
+    "l2": ("L2", "which subscribed only to t"),
+    "l3": ("L3", "unbalanced"),
+    "l4": ("L4", "moved 4 partitions"),
+    "l5": ("L5", "never led a generation: reference"),
+    "r1": ("R1", "gave t-2 to m2 although m1 validly declared"),
+    "r2": ("R2", "m1 and m2 both owned t-2"),
+    "r3": ("R3", "revoked and then assigned back"),
+    "r4": ("R4", "reached no new owner"),
+    "r5": ("R5", "every member preferred a cooperative assignor"),
+    "d1": ("D1", "90-99"),
+    "d2": ("D2", "went back from 50"),
+    "d2-stale": ("D2", "from generation 1 after generation 2"),
+    "d3": ("D3", "again with no rebalance or fault"),
+    "v1": ("V1", "fatal error"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_break_fails_its_invariant(judged, name):
+    inv, fragment = EXPECTED[name]
+    result = _inv(judged, f"break-{name}", inv)
+    assert result["status"] == "fail", (BREAKS[name], result)
+    messages = [v["message"] for v in result["violations"]]
+    assert any(fragment in m for m in messages), messages
+    assert judged[1][f"break-{name}"]["verdict"] == "fail"
+    for v in result["violations"]:
+        assert set(v) == {"invariant", "message", "members", "generation", "partitions", "ts", "evidence"}
+        assert v["invariant"] == inv
+
+
+def test_every_invariant_has_a_violating_story():
+    assert {inv for inv, _ in EXPECTED.values()} | {"E3"} == set(CATALOG)
+
+
+def test_e3_unknown_userdata_is_a_warning_not_a_failure(judged):
+    result = _inv(judged, "break-e3", "E3")
+    assert result["status"] == "pass"
+    [w] = result["violations"]
+    assert w["evidence"]["severity"] == "warning" and "010203" in w["message"]
+    assert _inv(judged, "clean", "E3")["violations"] == []
+
+
+def test_allowed_anomalies_pass(judged):
+    # The overlap happens while m1 is paused: the group may move t-2.
+    assert _inv(judged, "break-r2-allowed", "R2")["status"] == "pass"
+    # The re-read follows a pause: counted, attributed, not a failure.
+    assert _inv(judged, "break-d3-allowed", "D3")["status"] == "pass"
+    assert judged[1]["break-d3-allowed"]["metrics"]["duplicates"] == 10
+    assert judged[1]["break-d3"]["metrics"]["duplicates"] == 10
+    assert judged[1]["clean"]["metrics"]["duplicates"] == 0
+
+
+def test_eager_story(judged):
+    clean = judged[1]["eager-clean"]
+    assert {k: i["status"] for k, i in clean["invariants"].items() if i["status"] != "pass"} == {}
+    assert clean["metrics"]["protocol"] == "eager"
+    broken = _inv(judged, "eager-r5", "R5")
+    assert broken["status"] == "fail"
+    assert any("rejoined from eager generation 1 (range) still owning t-0, t-1, t-2, t-3" in v["message"]
+               for v in broken["violations"])
+
+
+def test_malformed_lines_are_reported_with_file_and_line(judged):
+    cell = judged[1]["malformed"]
+    found = {(m["file"].rsplit("/", 1)[-1], m["line"]) for m in cell["malformed"]}
+    m1_lines = sum(1 for _ in open(next(m["file"] for m in cell["malformed"] if m["file"].endswith("m1.jsonl"))))
+    wire_lines = sum(1 for _ in open(next(m["file"] for m in cell["malformed"] if m["file"].endswith("wire.jsonl"))))
+    assert ("m1.jsonl", m1_lines - 1) in found and ("m1.jsonl", m1_lines) in found
+    assert ("wire.jsonl", wire_lines - 1) in found and ("wire.jsonl", wire_lines) in found
+    assert ("nemesis.jsonl", 1) in found
+    problems = " | ".join(m["problem"] for m in cell["malformed"])
+    assert "not a JSON object" in problems and "lacks valid 'partitions'" in problems
+    assert "short frame" in problems and "unknown fault 'meteor'" in problems
+    # The rest of the data was still judged.
+    assert cell["verdict"] == "malformed"
+    assert all(i["status"] == "pass" for i in cell["invariants"].values())
+
+
+def test_metrics_of_the_clean_story(judged):
+    m = judged[1]["clean"]["metrics"]
+    assert m["rebalances"] == 3
+    assert m["rounds"] == [1, 2]            # generation 1; then 2 + its cooperative follow-up 3
+    assert m["leaders"] == {"java": 3}
+    assert m["protocol"] == "cooperative"
+    assert set(m["pause_ms"]) <= {"m1", "m2"}
+
+
+def test_outputs_written(judged):
+    out = judged[0]
+    for table in ("events", "ownership", "generations", "commits", "subscriptions", "assignments", "malformed"):
+        assert (out / "tables" / table).is_dir(), table
+    saved = json.loads((out / "verdicts.json").read_text())
+    assert {v["run"] for v in saved} == set(judged[1])
