@@ -183,15 +183,19 @@ def check_l4(t: Tables) -> list[dict]:
     a = _assignment_rows(t).where(F.col("topic").isNotNull() & F.col("protocol_name").isin(*config.STICKY_ASSIGNORS))
     complete = _complete_gens(t).where("complete").select("run", "generation")
     rows = (a.join(complete, ["run", "generation"])
-            .select("run", "generation", F.coalesce("subject", "subject_member_id").alias("who"), "topics", "topic",
+            .select("run", "generation", F.col("subject_member_id").alias("who"), "subject", "topics", "topic",
                     "partition").collect())
     view_rows = _leader_view(t).join(complete, ["run", "generation"]).collect()
     owners: dict[tuple, dict] = defaultdict(dict)
     subs: dict[tuple, dict] = defaultdict(dict)
+    # Identity is the member id, not the member name: a member that restarted between
+    # two generations is a new member (it lost its partitions legitimately), not a survivor.
+    names: dict[str, str] = {}
     for r in rows:
         owners[(r["run"], r["generation"])][(r["topic"], r["partition"])] = r["who"]
+        names[r["who"]] = r["subject"] or r["who"]
     for r in view_rows:
-        subs[(r["run"], r["generation"])][r["subject"] or r["subject_member_id"]] = tuple(r["topics"] or ())
+        subs[(r["run"], r["generation"])][r["subject_member_id"]] = tuple(r["topics"] or ())
     out = []
     runs: dict[str, list[int]] = defaultdict(list)
     for run, gen in owners:
@@ -212,7 +216,8 @@ def check_l4(t: Tables) -> list[dict]:
             needed = min_moves(prev_counts, survivors, len(o2), len(s2))
             if len(moved) > needed:
                 out.append(violation("L4", run, f"generation {g1} -> {g2} moved {len(moved)} partitions away from "
-                                     f"members that stayed, {needed} would do: {fmt_tps(moved)}", members=survivors,
+                                     f"members that stayed, {needed} would do: {fmt_tps(moved)}",
+                                     members=[names.get(m, m) for m in survivors],
                                      generation=g2, partitions=[list(tp) for tp in moved],
                                      evidence={"moved": len(moved), "needed": needed, "from_generation": g1}))
     return out

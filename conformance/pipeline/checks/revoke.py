@@ -164,10 +164,12 @@ def check_r4(t: Tables) -> list[dict]:
     revokes = (revokes.join(alive_after, "run")
                .where((F.col("i_start") <= F.col("ts") + F.col("revoke_ms")) & (F.col("i_end") > F.col("ts") + F.col("revoke_ms")))
                .select("run", "member", "line", "ts", "topic", "partition", "revoke_ms").distinct())
-    assigned = ev.where(F.col("event") == "assigned").select("run", "topic", "partition", F.col("ts").alias("a_ts"),
-                                                             F.col("member").alias("new_owner"))
-    reached = (revokes.join(assigned, ["run", "topic", "partition"])
-               .where((F.col("a_ts") >= F.col("ts")) & (F.col("a_ts") <= F.col("ts") + F.col("revoke_ms")))
+    owners = t.ownership.select("run", "topic", "partition", F.col("member").alias("new_owner"),
+                                F.col("start_ts").alias("o_start"), F.col("end_ts").alias("o_end"))
+    # Reached: some member (the revoker itself after a real move counts too) owns it within the bound.
+    reached = (revokes.join(owners, ["run", "topic", "partition"])
+               .where((F.col("o_start") <= F.col("ts") + F.col("revoke_ms")) & (F.col("o_end") > F.col("ts"))
+                      & ((F.col("new_owner") != F.col("member")) | (F.col("o_start") >= F.col("ts"))))
                .select("run", "member", "line", "topic", "partition").distinct())
     bad = (revokes.join(reached, ["run", "member", "line", "topic", "partition"], "left_anti")
            .groupBy("run", "member", "ts", "revoke_ms")

@@ -1,0 +1,103 @@
+"""The compatibility matrix: pass/fail per pair of member specs, per broker version and scenario.
+
+Input: CellVerdicts (from one or many ``judge`` calls). A cell (one scenario
+execution with one member mix) contributes its result to every unordered pair
+of the member specs it ran (a spec paired with itself when it ran twice or
+alone). A matrix entry is "pass" when every contributing cell passed, "fail"
+when every one failed, "flaky" when some passed and some failed. A cell
+passes only with verdict "pass" (fail, unknown and malformed all fail it).
+
+Nightly runs: cells under ``<matrix-run>/runs/<cell>/`` belong to the matrix
+run ``<matrix-run>``; the trend of an entry lists its result per matrix run,
+ordered by run time (the earliest cell start of the run, else its id).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from pathlib import Path
+
+
+def _spec_sort_key(spec: str):
+    kind, _, rest = spec.partition("@")
+    return (kind, rest)
+
+
+def pairs(members: list[str]) -> list[tuple[str, str]]:
+    """Unordered spec pairs of one cell (sorted, each once)."""
+    counts: dict[str, int] = defaultdict(int)
+    for m in members:
+        counts[m] += 1
+    specs = sorted(counts, key=_spec_sort_key)
+    out = [tuple(sorted((a, b), key=_spec_sort_key)) for a, b in itertools.combinations(specs, 2)]
+    out += [(s, s) for s in specs if counts[s] > 1 or len(specs) == 1]
+    return sorted(set(out), key=lambda p: (_spec_sort_key(p[0]), _spec_sort_key(p[1])))
+
+
+def matrix_run_of(verdict: dict) -> str:
+    """The nightly/matrix run a cell belongs to (see the module docstring)."""
+    d = verdict.get("run_dir")
+    if d:
+        p = Path(d)
+        if p.parent.name == "runs":
+            return p.parent.parent.name
+    return verdict["run"]
+
+
+def _time(verdict: dict) -> float:
+    t = (verdict.get("timing") or {}).get("start_ts")
+    return float(t) if t is not None else float("inf")
+
+
+def cell_passed(verdict: dict) -> bool:
+    return verdict.get("verdict") == "pass"
+
+
+def failing_invariants(verdict: dict) -> list[str]:
+    return sorted(k for k, i in verdict.get("invariants", {}).items() if i["status"] != "pass")
+
+
+def build_matrix(verdicts: list[dict]) -> dict:
+    """The matrix as JSON-ready data (written as matrix.json by the report)."""
+    runs: dict[str, dict] = {}
+    for v in verdicts:
+        mr = matrix_run_of(v)
+        r = runs.setdefault(mr, {"run": mr, "time": _time(v), "cells": []})
+        r["time"] = min(r["time"], _time(v))
+        r["cells"].append(v["run"])
+    order = sorted(runs, key=lambda k: (runs[k]["time"], k))
+    entries: dict[tuple, dict] = {}
+    for v in sorted(verdicts, key=lambda v: (_time(v), v["run"])):
+        ok = cell_passed(v)
+        for a, b in pairs(v.get("members") or []):
+            key = (v["broker_version"], v["scenario"], a, b)
+            e = entries.setdefault(key, {"broker_version": key[0], "scenario": key[1], "a": a, "b": b, "passes": 0,
+                                         "fails": 0, "cells": [], "by_run": {}})
+            e["passes" if ok else "fails"] += 1
+            e["cells"].append({"run": v["run"], "verdict": v.get("verdict"), "failing": failing_invariants(v)})
+            mr = matrix_run_of(v)
+            prev = e["by_run"].get(mr)
+            e["by_run"][mr] = ("pass" if ok else "fail") if prev in (None, "pass" if ok else "fail") else "flaky"
+    out_entries = []
+    for key in sorted(entries, key=lambda k: (k[0], k[1], _spec_sort_key(k[2]), _spec_sort_key(k[3]))):
+        e = entries[key]
+        e["status"] = "flaky" if e["passes"] and e["fails"] else "pass" if e["passes"] else "fail"
+        e["trend"] = [{"run": mr, "status": e["by_run"][mr]} for mr in order if mr in e["by_run"]]
+        del e["by_run"]
+        out_entries.append(e)
+    specs = sorted({s for v in verdicts for s in (v.get("members") or [])}, key=_spec_sort_key)
+    return {
+        "specs": specs,
+        "brokers": sorted({v["broker_version"] for v in verdicts}),
+        "scenarios": sorted({v["scenario"] for v in verdicts}),
+        "runs": [{"run": k, "time": runs[k]["time"] if runs[k]["time"] != float("inf") else None,
+                  "cells": sorted(runs[k]["cells"])} for k in order],
+        "entries": out_entries,
+        "cells": [{"run": v["run"], "scenario": v["scenario"], "broker_version": v["broker_version"],
+                   "members": v.get("members") or [], "verdict": v.get("verdict"), "failing": failing_invariants(v),
+                   "matrix_run": matrix_run_of(v)} for v in sorted(verdicts, key=lambda v: v["run"])],
+        "summary": {"cells": len(verdicts), "passed": sum(cell_passed(v) for v in verdicts),
+                    "failed": sum(not cell_passed(v) for v in verdicts),
+                    "entries": {s: sum(e["status"] == s for e in out_entries) for s in ("pass", "fail", "flaky")}},
+    }

@@ -1,0 +1,138 @@
+"""The static HTML report: one self-contained file (inline CSS, SVG and a few
+lines of inline JS; no CDN, no external resource).
+
+Sections: summary; the matrix per broker version and scenario (each entry
+links to the cells behind it); the trend over matrix runs; one section per
+cell with its invariants, violations (evidence expandable), metrics,
+malformed lines, the per-partition ownership Gantt chart with faults, and the
+rebalance latency / pause charts.
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+
+from conformance.pipeline.checks import CATALOG
+from conformance.report import svg
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:20px;color:#222}
+h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd}h3{font-size:15px}
+table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;padding:4px 8px;font-size:13px;vertical-align:top}
+th{background:#f4f4f4}.pass{background:#d9f2d9}.fail{background:#f8d0d0}.flaky{background:#fbe7b5}
+.unknown{background:#e0e0f0}.malformed{background:#f0e0f0}.none{background:#fafafa;color:#aaa}
+td.entry a{display:block;color:inherit;text-decoration:none}section.cell{margin:18px 0;padding:8px 12px;border:1px solid #ddd}
+section.cell:target{outline:3px solid #4e79a7}pre{background:#f7f7f7;padding:6px;overflow:auto;font-size:12px;max-height:300px}
+.badge{display:inline-block;padding:1px 8px;border-radius:8px;font-size:12px}.small{font-size:12px;color:#555}
+.trend span{display:inline-block;width:12px;height:12px;margin-right:2px;border:1px solid #999}
+"""
+
+JS = """
+function openTarget(){var id=location.hash.slice(1);if(!id)return;var el=document.getElementById(id);
+ if(el){el.querySelectorAll('details').forEach(function(d){d.open=true;});}}
+window.addEventListener('hashchange',openTarget);window.addEventListener('load',openTarget);
+window.addEventListener('load',function(){var t=document.querySelector('svg.timeline'),m=document.querySelector('table.matrix');
+ document.body.setAttribute('data-rendered',JSON.stringify({timeline:t?Math.round(t.getBoundingClientRect().width):0,
+ bars:t?t.querySelectorAll('rect.own').length:0,matrix_rows:m?m.rows.length:0}));});
+"""
+
+
+def _anchor(run: str) -> str:
+    return "cell-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in run)
+
+
+def _badge(status: str) -> str:
+    return f'<span class="badge {escape(status)}">{escape(status)}</span>'
+
+
+def _matrix_tables(matrix: dict) -> str:
+    out = []
+    specs = matrix["specs"]
+    groups: dict[tuple, dict] = {}
+    for e in matrix["entries"]:
+        groups.setdefault((e["broker_version"], e["scenario"]), {})[(e["a"], e["b"])] = e
+    for (broker, scenario), entries in sorted(groups.items()):
+        used = [s for s in specs if any(s in k for k in entries)]
+        out.append(f'<h3>broker {escape(broker)} &middot; {escape(scenario)}</h3>'
+                   f'<table class="matrix" data-broker="{escape(broker)}" data-scenario="{escape(scenario)}">'
+                   '<tr><th></th>' + "".join(f"<th>{escape(s)}</th>" for s in used) + "</tr>")
+        for a in used:
+            row = [f"<th>{escape(a)}</th>"]
+            for b in used:
+                e = entries.get((a, b)) or entries.get((b, a))
+                if not e:
+                    row.append('<td class="none">&ndash;</td>')
+                    continue
+                links = " ".join(f'<a href="#{_anchor(c["run"])}" title="{escape(c["run"])}: {escape(str(c["verdict"]))}'
+                                 f'{(" (" + ", ".join(c["failing"]) + ")") if c["failing"] else ""}">'
+                                 f'{escape(str(c["verdict"]))}</a>' for c in e["cells"])
+                row.append(f'<td class="entry {e["status"]}"><b>{e["status"]}</b> '
+                           f'<span class="small">{e["passes"]}/{e["passes"] + e["fails"]}</span>{links}</td>')
+            out.append("<tr>" + "".join(row) + "</tr>")
+        out.append("</table>")
+    return "".join(out) or "<p>No cells.</p>"
+
+
+def _trend(matrix: dict) -> str:
+    if len(matrix["runs"]) < 2:
+        return "<p class=small>One matrix run; the trend appears with more.</p>"
+    head = "".join(f'<th title="{escape(r["run"])}">{i + 1}</th>' for i, r in enumerate(matrix["runs"]))
+    rows = []
+    for e in matrix["entries"]:
+        by = {t["run"]: t["status"] for t in e["trend"]}
+        cells = "".join(f'<td class="{by.get(r["run"], "none")}">{by.get(r["run"], "")[:1]}</td>' for r in matrix["runs"])
+        rows.append(f'<tr><th>{escape(e["broker_version"])} {escape(e["scenario"])}: {escape(e["a"])} &times; '
+                    f'{escape(e["b"])}</th>{cells}</tr>')
+    legend = "".join(f"<li>{i + 1}: {escape(r['run'])}</li>" for i, r in enumerate(matrix["runs"]))
+    return f'<table class="trend-table"><tr><th>entry</th>{head}</tr>{"".join(rows)}</table><ol class=small>{legend}</ol>'
+
+
+def _cell_section(v: dict, tl: dict | None) -> str:
+    parts = [f'<section class="cell" id="{_anchor(v["run"])}"><h3>{escape(v["run"])} {_badge(v.get("verdict", "?"))}</h3>',
+             f'<p class=small>scenario {escape(v["scenario"])} &middot; broker {escape(v["broker_version"])} &middot; '
+             f'seed {escape(str(v.get("seed")))} &middot; members {escape(", ".join(v.get("members") or []))}</p>',
+             "<table><tr><th>invariant</th><th>status</th><th>statement</th><th>violations</th></tr>"]
+    for inv, (_check, statement) in CATALOG.items():
+        i = v["invariants"].get(inv, {"status": "unknown", "violations": [], "error": "not run"})
+        detail = ""
+        if i.get("error"):
+            detail = f"<pre>{escape(i['error'])}</pre>"
+        for viol in i["violations"]:
+            detail += (f"<details><summary>{escape(viol['message'])}</summary>"
+                       f"<pre>{escape(json.dumps(viol, indent=1, sort_keys=True, default=str))}</pre></details>")
+        parts.append(f'<tr><td>{inv}</td><td class="{i["status"]}">{i["status"]}</td><td>{escape(statement)}</td>'
+                     f"<td>{detail}</td></tr>")
+    parts.append("</table>")
+    m = v.get("metrics") or {}
+    parts.append(f"<details><summary>metrics</summary><pre>{escape(json.dumps(m, indent=1, sort_keys=True))}</pre></details>")
+    if v.get("malformed"):
+        items = "".join(f"<li>{escape(x['file'])}:{x['line']}: {escape(x['problem'])}</li>" for x in v["malformed"][:200])
+        parts.append(f"<details open><summary>{len(v['malformed'])} malformed line(s)</summary><ul>{items}</ul></details>")
+    if tl is not None:
+        timing = v.get("timing") or {}
+        t0 = timing.get("start_ts") or None
+        parts.append(svg.gantt(tl["ownership"], tl["faults"], tl["generations"], t0=t0, t1=timing.get("end_ts"),
+                               title=f"partition ownership: {v['scenario']} ({v['run']})"))
+        if tl.get("truncated"):
+            parts.append("<p class=small>timeline truncated to its first intervals</p>")
+    conv = [(f"fault {i + 1}", float(x)) for i, x in enumerate(m.get("convergence_ms") or [])]
+    parts.append(svg.bars(conv, title="rebalance latency after each fault"))
+    pauses = [(k, float(x)) for k, x in sorted((m.get("pause_ms") or {}).items())]
+    parts.append(svg.bars(pauses, title="longest consumption pause during a rebalance"))
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def render(verdicts: list[dict], matrix: dict, timelines: dict[str, dict]) -> str:
+    s = matrix["summary"]
+    cells = "".join(_cell_section(v, timelines.get(v["run"])) for v in sorted(verdicts, key=lambda v: v["run"]))
+    return (
+        "<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>Conformance report</title>"
+        f"<style>{CSS}</style></head><body>"
+        "<h1>Consumer-group interoperability conformance (KIP-429)</h1>"
+        f"<p>{s['cells']} cell(s): {s['passed']} passed, {s['failed']} failed &middot; matrix entries: "
+        f"{s['entries']['pass']} pass, {s['entries']['fail']} fail, {s['entries']['flaky']} flaky</p>"
+        f"<h2>Matrix</h2>{_matrix_tables(matrix)}<h2>Trend</h2>{_trend(matrix)}<h2>Cells</h2>{cells}"
+        f"<script>{JS}</script></body></html>"
+    )

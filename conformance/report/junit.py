@@ -1,0 +1,54 @@
+"""JUnit XML: one testcase per (cell, invariant), plus one per cell for its input.
+
+A failed invariant is a <failure> with its violations; an unknown one an
+<error> with the check's error; malformed input lines fail the cell's
+``input`` testcase with their file and line.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+from conformance.pipeline.checks import CATALOG
+
+
+def render(verdicts: list[dict]) -> str:
+    suites = ET.Element("testsuites", name="conformance")
+    by_scenario: dict[str, list[dict]] = {}
+    for v in verdicts:
+        by_scenario.setdefault(f"{v['scenario']} (broker {v['broker_version']})", []).append(v)
+    for name, cells in sorted(by_scenario.items()):
+        suite = ET.SubElement(suites, "testsuite", name=name)
+        tests = failures = errors = 0
+        for v in sorted(cells, key=lambda v: v["run"]):
+            classname = f"{v['scenario']}.{v['run']}"
+            for inv, (_c, statement) in CATALOG.items():
+                i = v["invariants"].get(inv, {"status": "unknown", "violations": [], "error": "not run"})
+                case = ET.SubElement(suite, "testcase", classname=classname, name=f"{inv} {statement}")
+                tests += 1
+                if i["status"] == "fail":
+                    failures += 1
+                    f = ET.SubElement(case, "failure", message=i["violations"][0]["message"][:500], type=inv)
+                    f.text = "\n".join(json.dumps(x, sort_keys=True, default=str) for x in i["violations"][:50])
+                elif i["status"] == "unknown":
+                    errors += 1
+                    e = ET.SubElement(case, "error", message=str(i.get("error"))[:500], type="check-error")
+                    e.text = str(i.get("traceback") or i.get("error"))
+                elif i["violations"]:
+                    ET.SubElement(case, "system-out").text = "\n".join(x["message"] for x in i["violations"])
+            case = ET.SubElement(suite, "testcase", classname=classname, name="input: every line usable")
+            tests += 1
+            if v.get("malformed"):
+                failures += 1
+                f = ET.SubElement(case, "failure", message=f"{len(v['malformed'])} malformed line(s)", type="malformed")
+                f.text = "\n".join(f"{m['file']}:{m['line']}: {m['problem']}" for m in v["malformed"][:200])
+            ET.SubElement(case, "properties")
+            props = case.find("properties")
+            ET.SubElement(props, "property", name="members", value=", ".join(v.get("members") or []))
+            ET.SubElement(props, "property", name="seed", value=str(v.get("seed")))
+        suite.set("tests", str(tests))
+        suite.set("failures", str(failures))
+        suite.set("errors", str(errors))
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"

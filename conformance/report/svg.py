@@ -1,0 +1,97 @@
+"""Inline SVG charts (no scripts, no external resources).
+
+- :func:`gantt`: per-partition ownership timeline, one row per partition, one
+  bar per ownership interval coloured by member, faults as red dashed lines
+  (invoke) / green (heal), generations as grey ticks on top.
+- :func:`bars`: a labelled horizontal bar chart (rebalance latencies, pauses).
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7", "#9c755f", "#bab0ac", "#e15759")
+
+
+def member_colors(members) -> dict[str, str]:
+    return {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(sorted(set(members)))}
+
+
+def gantt(ownership: list[dict], faults: list[dict], generations: list[dict], t0: float | None = None,
+          t1: float | None = None, width: int = 900, row_h: int = 16, title: str = "") -> str:
+    rows = sorted({(o["topic"], o["partition"]) for o in ownership})
+    times = [o["start"] for o in ownership] + [o["end"] for o in ownership if o["end"] is not None]
+    times += [f["ts"] for f in faults] + [g["ts"] for g in generations]
+    lo = t0 if t0 is not None else (min(times) if times else 0.0)
+    hi = t1 if t1 is not None else (max(times) if times else lo + 1.0)
+    hi = max(hi, lo + 1.0)
+    label_w, top, bottom = 70, 30, 36
+    plot_w = width - label_w - 10
+    height = top + max(1, len(rows)) * row_h + bottom
+
+    def x(ts: float) -> float:
+        return label_w + (min(max(ts, lo), hi) - lo) / (hi - lo) * plot_w
+
+    colors = member_colors(o["member"] for o in ownership)
+    parts = [f'<svg class="timeline" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title or "ownership timeline")}">',
+             f'<text x="4" y="14" font-size="12" font-weight="bold">{escape(title)}</text>']
+    index = {tp: i for i, tp in enumerate(rows)}
+    for (t, p), i in index.items():
+        y = top + i * row_h
+        parts.append(f'<text x="4" y="{y + row_h - 4}" font-size="11">{escape(t)}-{p}</text>'
+                     f'<line x1="{label_w}" y1="{y + row_h}" x2="{label_w + plot_w}" y2="{y + row_h}" stroke="#eee"/>')
+    for o in ownership:
+        y = top + index[(o["topic"], o["partition"])] * row_h + 2
+        x0, x1 = x(o["start"]), x(o["end"] if o["end"] is not None else hi)
+        tip = (f'{o["member"]} owns {o["topic"]}-{o["partition"]} {o["start"]:.0f} .. '
+               f'{o["end"] if o["end"] is None else round(o["end"])} (ended by {o.get("ended_by")})')
+        parts.append(f'<rect class="own" x="{x0:.1f}" y="{y}" width="{max(1.0, x1 - x0):.1f}" height="{row_h - 4}" '
+                     f'fill="{colors[o["member"]]}"><title>{escape(tip)}</title></rect>')
+    for g in generations:
+        gx = x(g["ts"])
+        parts.append(f'<line x1="{gx:.1f}" y1="{top - 8}" x2="{gx:.1f}" y2="{top}" stroke="#888"/>'
+                     f'<text x="{gx + 1:.1f}" y="{top - 9}" font-size="9" fill="#666">g{g["generation"]}'
+                     f'<title>{escape(_gen_tip(g))}</title></text>')
+    plot_bottom = top + max(1, len(rows)) * row_h
+    for f in faults:
+        fx = x(f["ts"])
+        color = "#d62728" if f["phase"] == "invoke" else "#2ca02c"
+        parts.append(f'<line class="fault" x1="{fx:.1f}" y1="{top}" x2="{fx:.1f}" y2="{plot_bottom}" stroke="{color}" '
+                     f'stroke-dasharray="4 3"><title>{escape(f["fault"] + " " + f["target"] + " (" + f["phase"] + ")")}'
+                     f'</title></line>'
+                     f'<text x="{fx + 2:.1f}" y="{plot_bottom + 11}" font-size="9" fill="{color}">'
+                     f'{escape(f["fault"])} {escape(f["target"])}</text>')
+    ly = plot_bottom + 28
+    lx = label_w
+    for m, c in colors.items():
+        parts.append(f'<rect x="{lx}" y="{ly - 9}" width="10" height="10" fill="{c}"/>'
+                     f'<text x="{lx + 14}" y="{ly}" font-size="11">{escape(m)}</text>')
+        lx += 24 + 7 * len(m)
+    parts.append(f'<text x="{label_w}" y="{top - 18}" font-size="9" fill="#666">{(hi - lo) / 1000:.1f} s shown</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _gen_tip(g: dict) -> str:
+    return f"generation {g['generation']} led by {g.get('leader')} ({g.get('protocol')})"
+
+
+def bars(items: list[tuple[str, float]], unit: str = "ms", width: int = 500, title: str = "") -> str:
+    """Horizontal bars, one per (label, value)."""
+    row_h, label_w, top = 18, 160, 20
+    height = top + max(1, len(items)) * row_h + 6
+    peak = max([v for _, v in items] + [1.0])
+    parts = [f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}">',
+             f'<text x="4" y="13" font-size="12" font-weight="bold">{escape(title)}</text>']
+    if not items:
+        parts.append(f'<text x="4" y="{top + 12}" font-size="11" fill="#666">nothing to show</text>')
+    for i, (label, value) in enumerate(items):
+        y = top + i * row_h
+        w = (width - label_w - 70) * value / peak
+        parts.append(f'<text x="4" y="{y + 12}" font-size="11">{escape(label)}</text>'
+                     f'<rect x="{label_w}" y="{y + 2}" width="{max(1.0, w):.1f}" height="{row_h - 5}" fill="#4e79a7"/>'
+                     f'<text x="{label_w + w + 4:.1f}" y="{y + 12}" font-size="11">{value:.0f} {escape(unit)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)

@@ -1,0 +1,40 @@
+"""The compatibility matrix from verdicts (pure Python: no Spark needed)."""
+
+from __future__ import annotations
+
+from conformance.pipeline.matrix import build_matrix, pairs
+
+
+def _cell(run, members, verdict, start, matrix_run, scenario="rolling-restart", broker="4.4.0"):
+    return {"run": run, "scenario": scenario, "broker_version": broker, "members": members, "seed": 1,
+            "verdict": verdict, "invariants": {"R2": {"status": "pass" if verdict == "pass" else "fail",
+                                                      "violations": [], "error": None}},
+            "timing": {"start_ts": start}, "run_dir": f"/reports/{matrix_run}/runs/{run}"}
+
+
+def test_pairs_of_a_cell():
+    assert pairs(["java@4.4.0", "reference@0.1.0", "java@4.4.0"]) == [
+        ("java@4.4.0", "java@4.4.0"), ("java@4.4.0", "reference@0.1.0")]
+    assert pairs(["sarama@1.61.1"]) == [("sarama@1.61.1", "sarama@1.61.1")]
+
+
+def test_pass_fail_flaky_and_trend_in_run_time_order():
+    verdicts = [
+        # night 2 (later) first in the input: the trend must still be in time order
+        _cell("c3", ["java@4.4.0", "reference@0.1.0"], "fail", 2000, "night-2"),
+        _cell("c1", ["java@4.4.0", "reference@0.1.0"], "pass", 1000, "night-1"),
+        _cell("c2", ["java@4.4.0", "sarama@1.61.1"], "fail", 1000, "night-1"),
+        _cell("c4", ["java@4.4.0", "sarama@1.61.1"], "unknown", 2000, "night-2"),
+        _cell("c5", ["librdkafka@2.16.1", "java@4.4.0"], "pass", 2000, "night-2", broker="3.9.2"),
+    ]
+    m = build_matrix(verdicts)
+    by = {(e["broker_version"], e["a"], e["b"]): e for e in m["entries"]}
+    flaky = by[("4.4.0", "java@4.4.0", "reference@0.1.0")]
+    assert flaky["status"] == "flaky" and (flaky["passes"], flaky["fails"]) == (1, 1)
+    assert [t["run"] for t in flaky["trend"]] == ["night-1", "night-2"]
+    assert [t["status"] for t in flaky["trend"]] == ["pass", "fail"]
+    assert by[("4.4.0", "java@4.4.0", "sarama@1.61.1")]["status"] == "fail"      # unknown fails a cell
+    assert by[("3.9.2", "java@4.4.0", "librdkafka@2.16.1")]["status"] == "pass"
+    assert [r["run"] for r in m["runs"]] == ["night-1", "night-2"]
+    assert m["summary"]["entries"] == {"pass": 1, "fail": 1, "flaky": 1}
+    assert m["brokers"] == ["3.9.2", "4.4.0"]
