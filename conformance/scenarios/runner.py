@@ -104,7 +104,8 @@ class CellRun:
             "phases": self.phases,
             "last_fault_ts": self.nemesis.last_fault_ts if self.nemesis else None,
             "start_ts": self.start_ts,
-            "end_ts": now_ms() if complete else None,
+            "end_ts": self.end_ts if complete else None,
+            "teardown_end_ts": now_ms() if complete else None,
             "leader_rotation": sc.leader_rotation,
             "leaders_seen": self.observer.leaders_seen if self.observer else [],
             "versions": {"conformance": __version__, "python": sys.version.split()[0],
@@ -151,6 +152,7 @@ class CellRun:
         self.observer: GroupObserver | None = None
         self.schedule = Schedule(self.cell.seed)
         self.start_ts = now_ms()
+        self.end_ts: float | None = None
         log = NemesisLog(self.run_dir.nemesis)
         self.progress("starting broker and toxiproxy")
         with Supervisor(self.run_dir.logs) as sup, \
@@ -168,6 +170,7 @@ class CellRun:
                 for phase in sc.phases:
                     self._run_phase(phase.name, phase.actions)
             finally:
+                self.end_ts = now_ms()  # the scenario's end: what V1 judges; teardown follows
                 self.nemesis.heal_all()
                 self._stop_all_members()
                 if self.producer.alive():

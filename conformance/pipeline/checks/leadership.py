@@ -80,7 +80,11 @@ def _assignment_rows(t: Tables):
     """Exploded leader assignments joined with the subject's subscribed topics."""
     sync = _leader_sync(t).where(F.col("decode_error").isNull())
     view = _leader_view(t).select("run", "generation", "subject_member_id", "topics")
+    # SyncGroup carries the protocol name only from v5; the generation's JoinGroup always does.
+    chosen = t.generations.select("run", "generation", F.col("protocol_name").alias("gen_protocol"))
     return (sync.join(view, ["run", "generation", "subject_member_id"], "left")
+            .join(chosen, ["run", "generation"], "left")
+            .withColumn("protocol_name", F.coalesce("protocol_name", "gen_protocol"))
             .select("run", "generation", "protocol_name", "subject_member_id", "subject", "topics", "member", "ts",
                     F.explode_outer("partitions").alias("tp"))
             .select("*", "tp.topic", "tp.partition").drop("tp"))
@@ -186,6 +190,13 @@ def check_l4(t: Tables) -> list[dict]:
             .select("run", "generation", F.col("subject_member_id").alias("who"), "subject", "topics", "topic",
                     "partition").collect())
     view_rows = _leader_view(t).join(complete, ["run", "generation"]).collect()
+    # Member ids per generation, complete or not: L4 compares two complete generations only
+    # when every generation after the first has the second's members (one join or leave,
+    # then its follow-up rounds); across several membership changes, moves can be needed.
+    members_at: dict[tuple, frozenset] = defaultdict(frozenset)
+    for r in _leader_view(t).groupBy("run", "generation").agg(
+            F.collect_set("subject_member_id").alias("ids")).collect():
+        members_at[(r["run"], r["generation"])] = frozenset(r["ids"])
     owners: dict[tuple, dict] = defaultdict(dict)
     subs: dict[tuple, dict] = defaultdict(dict)
     # Identity is the member id, not the member name: a member that restarted between
@@ -205,6 +216,8 @@ def check_l4(t: Tables) -> list[dict]:
         for g1, g2 in zip(gens, gens[1:]):
             s1, s2 = subs[(run, g1)], subs[(run, g2)]
             if len(set(s1.values()) | set(s2.values())) != 1:
+                continue
+            if any(members_at.get((run, h)) != members_at[(run, g2)] for h in range(g1 + 1, g2)):
                 continue
             o1, o2 = owners[(run, g1)], owners[(run, g2)]
             survivors = [m for m in s2 if m in s1]
