@@ -105,18 +105,26 @@ def run_matrix(cells: list[Cell], runs_dir: Path | None = None, spark_master: st
         progress("interrupted: judging the cells that ran")
     finally:
         judged = [p for p in run_dirs if (p / "manifest.json").exists()]
-        if judged:
-            result.verdicts = judge_and_report(judged, root, spark_master)
-        write_summary(result)
+        try:
+            if judged:
+                result.verdicts = judge_and_report(judged, root, spark_master)
+        except KeyboardInterrupt:
+            result.interrupted = True
+            result.errors.append("interrupted while judging: verdicts are missing")
+        finally:
+            write_summary(result)
     return result
 
 
 def judge_and_report(run_dirs: list[Path], out: Path, spark_master: str | None) -> list[dict[str, Any]]:
+    """Judge the cells in one Spark session; write the site (index.html, matrix.json,
+    summary.md, junit.xml, allure-results/) into the matrix directory."""
     from conformance.pipeline import judge
-    from conformance.report import write_reports
+    from conformance.pipeline.timelines import timelines
+    from conformance.report.site import write_site
 
-    verdicts = judge(run_dirs, out / "tables", spark_master=spark_master)
-    write_reports(verdicts, out)
+    verdicts = judge(run_dirs, out / "pipeline", spark_master=spark_master)
+    write_site(verdicts, out, timelines(out / "pipeline", spark_master))
     return verdicts
 
 

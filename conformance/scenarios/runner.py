@@ -104,8 +104,8 @@ class CellRun:
             "phases": self.phases,
             "last_fault_ts": self.nemesis.last_fault_ts if self.nemesis else None,
             "start_ts": self.start_ts,
-            "end_ts": self.end_ts if complete else None,
-            "teardown_end_ts": now_ms() if complete else None,
+            "end_ts": self.end_ts,
+            "teardown_end_ts": now_ms() if self.end_ts else None,
             "leader_rotation": sc.leader_rotation,
             "leaders_seen": self.observer.leaders_seen if self.observer else [],
             "versions": {"conformance": __version__, "python": sys.version.split()[0],
@@ -166,16 +166,18 @@ class CellRun:
             self.observer = GroupObserver(self.run_dir.members_dir, self.run_dir.wire,
                                           self.run_dir.history("producer"), quiet_ms=config.QUIET_MS)
             self.producer = self._start_producer()
+            finished = False
             try:
                 for phase in sc.phases:
                     self._run_phase(phase.name, phase.actions)
+                finished = True
             finally:
                 self.end_ts = now_ms()  # the scenario's end: what V1 judges; teardown follows
                 self.nemesis.heal_all()
                 self._stop_all_members()
                 if self.producer.alive():
                     self.producer.terminate()
-                self._write_manifest(complete=True)
+                self._write_manifest(complete=finished)
                 log.close()
         return self.run_dir
 
