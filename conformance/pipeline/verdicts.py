@@ -52,25 +52,20 @@ def _materialize(spark, t: derived.Tables, tables_dir: Path) -> None:
             setattr(t, name, spark.read.parquet(str(tables_dir / name)))
 
 
-def judge(run_dirs: list[Path], out_dir: Path, spark_master: str | None = None) -> list[dict]:
-    """Judge every cell; see the module docstring. Never raises on bad input data."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    spark = get_session(spark_master)
-    paths = ingest.ingest(spark, [Path(p) for p in run_dirs], out_dir)
-    t = derived.load(spark, paths)
-    _materialize(spark, t, out_dir / "tables")
-    cells = {r["run"]: r.asDict() for r in t.cells.collect()}
-    members = {}
-    for r in t.members.collect():
-        members.setdefault(r["run"], []).append(r["spec"] or r["member"])
+def assemble(cells: dict[str, dict], members: dict[str, list[str]], results: dict[str, list[dict] | BaseException],
+             cell_metrics: dict[str, dict] | BaseException, malformed: list[dict],
+             run_dirs: dict[str, str] | None = None) -> list[dict]:
+    """CellVerdicts from the checks' results (pure; see the module docstring for the rules).
+
+    ``results``: invariant -> violations (each with its ``run``) or the
+    exception the check raised; ``malformed``: rows with run, file, line, problem.
+    """
     verdicts: dict[str, dict] = {}
     for run, c in cells.items():
         verdicts[run] = {"run": run, "scenario": c["scenario"], "broker_version": c["broker_version"],
-                         "members": sorted(members.get(run, [])), "seed": c["seed"], "invariants": {},
+                         "members": sorted(members.get(run, [])), "seed": c.get("seed"), "invariants": {},
                          "metrics": {}, "malformed": []}
-    results = run_all([lambda check=check: check(t) for check, _statement in CATALOG.values()])
-    for inv, found in zip(CATALOG, results):
+    for inv, found in results.items():
         if isinstance(found, BaseException):  # a crashing check is "unknown", never "pass"
             err = f"{type(found).__name__}: {found}".strip()
             detail = "".join(traceback.format_exception(found, limit=4))
@@ -80,20 +75,18 @@ def judge(run_dirs: list[Path], out_dir: Path, spark_master: str | None = None) 
             continue
         by_run: dict[str, list[dict]] = {run: [] for run in verdicts}
         for viol in found:
-            run = viol.pop("run")
-            by_run.setdefault(run, []).append(viol)
+            viol = dict(viol)
+            by_run.setdefault(viol.pop("run"), []).append(viol)
         for run, vs in by_run.items():
             if run in verdicts:
                 vs.sort(key=lambda v: (v["ts"] is None, v["ts"] or 0, v["message"]))
                 verdicts[run]["invariants"][inv] = {"status": _status(vs), "violations": vs, "error": None}
-    try:
-        for run, m in metrics.compute(t).items():
-            if run in verdicts:
-                verdicts[run]["metrics"] = m
-    except Exception as exc:
-        for v in verdicts.values():
-            v["metrics"] = {"error": f"{type(exc).__name__}: {exc}"}
-    for r in t.malformed.orderBy("file", "line").collect():
+    for run, v in verdicts.items():
+        if isinstance(cell_metrics, BaseException):
+            v["metrics"] = {"error": f"{type(cell_metrics).__name__}: {cell_metrics}"}
+        else:
+            v["metrics"] = cell_metrics.get(run, {})
+    for r in sorted(malformed, key=lambda r: (r["file"], r["line"])):
         if r["run"] in verdicts:
             verdicts[r["run"]]["malformed"].append({"file": r["file"], "line": int(r["line"]), "problem": r["problem"]})
     for v in verdicts.values():
@@ -101,11 +94,28 @@ def judge(run_dirs: list[Path], out_dir: Path, spark_master: str | None = None) 
         v["verdict"] = ("fail" if "fail" in statuses else "unknown" if "unknown" in statuses
                         else "malformed" if v["malformed"] else "pass")
         c = cells[v["run"]]
-        v["timing"] = {"start_ts": c["start_ts"], "end_ts": c["end_ts"], "last_fault_ts": c["last_fault_ts"]}
-    result = sorted(verdicts.values(), key=lambda v: v["run"])
+        v["timing"] = {"start_ts": c.get("start_ts"), "end_ts": c.get("end_ts"), "last_fault_ts": c.get("last_fault_ts")}
+        v["run_dir"] = (run_dirs or {}).get(v["run"])
+    return sorted(verdicts.values(), key=lambda v: v["run"])
+
+
+def judge(run_dirs: list[Path], out_dir: Path, spark_master: str | None = None) -> list[dict]:
+    """Judge every cell; see the module docstring. Never raises on bad input data."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    spark = get_session(spark_master)
+    paths = ingest.ingest(spark, [Path(p) for p in run_dirs], out_dir)
+    t = derived.load(spark, paths)
+    _materialize(spark, t, out_dir / "tables")
+    cells = {r["run"]: r.asDict() for r in t.cells.collect()}
+    members: dict[str, list[str]] = {}
+    for r in t.members.collect():
+        members.setdefault(r["run"], []).append(r["spec"] or r["member"])
+    tasks = [lambda check=check: check(t) for check, _statement in CATALOG.values()]
+    *found, cell_metrics = run_all(tasks + [lambda: metrics.compute(t)])
+    malformed = [r.asDict() for r in t.malformed.collect()]
     run_dirs_by_id = {run: d for d, run in json.loads(paths["__runs__"]).items()}
-    for v in result:
-        v["run_dir"] = run_dirs_by_id.get(v["run"])
+    result = assemble(cells, members, dict(zip(CATALOG, found)), cell_metrics, malformed, run_dirs_by_id)
     tmp = out_dir / "verdicts.json.tmp"
     tmp.write_text(json.dumps(result, indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8")
     os.replace(tmp, out_dir / "verdicts.json")
