@@ -70,6 +70,31 @@ def synth_cell_stream(root: Path, run_id: str, events: int) -> int:
     return count
 
 
+def bench_wire_decode(frames: int = 50_000) -> None:
+    """Python decoding of JoinGroup/SyncGroup frames during ingestion (no Spark): frames/s."""
+    import json
+
+    from conformance.pipeline.wire import decode_wire
+
+    with tempfile.TemporaryDirectory() as tmp:
+        b = CellBuilder(Path(tmp), "w", topics={"t": 16, "u": 16})
+        meta = b.subscription("m1", owned=[("t", p) for p in range(8)], generation=7)
+        lines = []
+        for i in range(frames // 2):
+            lines.append(json.dumps({"ts": i, "member": "m1", "api": "JoinGroup", "direction": "request",
+                                     "member_id": "m1-id", "generation": -1,
+                                     "protocols": [{"name": "cooperative-sticky", "metadata": meta}]}))
+            lines.append(json.dumps({"ts": i, "member": "m1", "api": "SyncGroup", "direction": "response",
+                                     "assignment": "0003" + "00000001" + "000174" + "00000002" + "0000000000000001"
+                                     + "ffffffff"}))
+    t0 = time.time()
+    rows = decode_wire("w", "wire.jsonl", lines)
+    took = time.time() - t0
+    print(f"wire decode in Python: {frames:,} frames in {took:.2f} s = {frames / took:,.0f} frames/s "
+          f"({len(rows.subscriptions)} subscriptions, {len(rows.assignments)} assignments, "
+          f"{len(rows.malformed)} malformed)", flush=True)
+
+
 SMALL = """
 import sys, time
 t0 = time.time()
@@ -92,6 +117,7 @@ def main() -> int:
     from conformance.pipeline import judge
     from conformance.pipeline.session import get_session
 
+    bench_wire_decode()
     if not args.skip_small:
         with tempfile.TemporaryDirectory(prefix="pipeline-small-") as tmp:
             t0 = time.time()

@@ -27,7 +27,7 @@ def gantt(ownership: list[dict], faults: list[dict], generations: list[dict], t0
     hi = max(hi, lo + 1.0)
     label_w, top, bottom = 70, 30, 36
     plot_w = width - label_w - 10
-    height = top + max(1, len(rows)) * row_h + bottom
+    height = top + max(1, len(rows)) * row_h + bottom + 6
 
     def x(ts: float) -> float:
         return label_w + (min(max(ts, lo), hi) - lo) / (hi - lo) * plot_w
@@ -41,12 +41,31 @@ def gantt(ownership: list[dict], faults: list[dict], generations: list[dict], t0
         y = top + i * row_h
         parts.append(f'<text x="4" y="{y + row_h - 4}" font-size="11">{escape(t)}-{p}</text>'
                      f'<line x1="{label_w}" y1="{y + row_h}" x2="{label_w + plot_w}" y2="{y + row_h}" stroke="#eee"/>')
-    for o in ownership:
-        y = top + index[(o["topic"], o["partition"])] * row_h + 2
+    # Overlapping intervals of one partition (an R2 violation, or an allowed overlap) get their own lanes.
+    lanes: dict[int, int] = {}
+    lane_count: dict[tuple, int] = {}
+    by_row: dict[tuple, list[int]] = {}
+    for k, o in enumerate(ownership):
+        by_row.setdefault((o["topic"], o["partition"]), []).append(k)
+    for tp, ks in by_row.items():
+        ends: list[float] = []
+        for k in sorted(ks, key=lambda k: ownership[k]["start"]):
+            o = ownership[k]
+            free = next((i for i, e in enumerate(ends) if e <= o["start"]), None)
+            if free is None:
+                ends.append(0.0)
+                free = len(ends) - 1
+            ends[free] = o["end"] if o["end"] is not None else float("inf")
+            lanes[k] = free
+        lane_count[tp] = max(1, len(ends))
+    for k, o in enumerate(ownership):
+        tp = (o["topic"], o["partition"])
+        h = (row_h - 4) / lane_count[tp]
+        y = top + index[tp] * row_h + 2 + lanes[k] * h
         x0, x1 = x(o["start"]), x(o["end"] if o["end"] is not None else hi)
         tip = (f'{o["member"]} owns {o["topic"]}-{o["partition"]} {o["start"]:.0f} .. '
                f'{o["end"] if o["end"] is None else round(o["end"])} (ended by {o.get("ended_by")})')
-        parts.append(f'<rect class="own" x="{x0:.1f}" y="{y}" width="{max(1.0, x1 - x0):.1f}" height="{row_h - 4}" '
+        parts.append(f'<rect class="own" x="{x0:.1f}" y="{y:.1f}" width="{max(1.0, x1 - x0):.1f}" height="{h:.1f}" '
                      f'fill="{colors[o["member"]]}"><title>{escape(tip)}</title></rect>')
     for g in generations:
         gx = x(g["ts"])
@@ -54,21 +73,22 @@ def gantt(ownership: list[dict], faults: list[dict], generations: list[dict], t0
                      f'<text x="{gx + 1:.1f}" y="{top - 9}" font-size="9" fill="#666">g{g["generation"]}'
                      f'<title>{escape(_gen_tip(g))}</title></text>')
     plot_bottom = top + max(1, len(rows)) * row_h
-    for f in faults:
+    for n, f in enumerate(faults):
         fx = x(f["ts"])
         color = "#d62728" if f["phase"] == "invoke" else "#2ca02c"
         parts.append(f'<line class="fault" x1="{fx:.1f}" y1="{top}" x2="{fx:.1f}" y2="{plot_bottom}" stroke="{color}" '
                      f'stroke-dasharray="4 3"><title>{escape(f["fault"] + " " + f["target"] + " (" + f["phase"] + ")")}'
                      f'</title></line>'
-                     f'<text x="{fx + 2:.1f}" y="{plot_bottom + 11}" font-size="9" fill="{color}">'
+                     f'<text x="{fx + 2:.1f}" y="{plot_bottom + 10 + 9 * (n % 2)}" font-size="9" fill="{color}">'
                      f'{escape(f["fault"])} {escape(f["target"])}</text>')
-    ly = plot_bottom + 28
+    ly = plot_bottom + 34
     lx = label_w
     for m, c in colors.items():
         parts.append(f'<rect x="{lx}" y="{ly - 9}" width="10" height="10" fill="{c}"/>'
                      f'<text x="{lx + 14}" y="{ly}" font-size="11">{escape(m)}</text>')
         lx += 24 + 7 * len(m)
-    parts.append(f'<text x="{label_w}" y="{top - 18}" font-size="9" fill="#666">{(hi - lo) / 1000:.1f} s shown</text>')
+    parts.append(f'<text x="{width - 10}" y="{ly}" font-size="10" fill="#666" text-anchor="end">'
+                 f'{(hi - lo) / 1000:.1f} s shown; red: fault, green: heal, gN: generation N</text>')
     parts.append("</svg>")
     return "".join(parts)
 
