@@ -26,6 +26,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from conformance import config
+from conformance.pipeline.ingest import with_incarnation
 
 
 @dataclass
@@ -59,6 +60,7 @@ def load(spark, paths: dict[str, str]) -> Tables:
     names = ("cells", "members", "topics", "nemesis", "frames", "subscriptions", "assignments", "commits", "events",
              "malformed")
     t = Tables(**{n: spark.read.parquet(paths[n]) for n in names})
+    t.events = with_incarnation(t.events)
     ev = t.events
     seen = (ev.groupBy("run").agg(F.max("ts").alias("seen_ts"))
             .unionByName(t.frames.groupBy("run").agg(F.max("ts").alias("seen_ts")))

@@ -16,7 +16,10 @@ Tables (every one carries ``run``, the cell's run id):
   ``assignments`` (leader SyncGroup requests and members' SyncGroup
   responses, decoded); ``commits`` (OffsetCommit partitions with the
   response's error code).
-- ``events``: valid history lines with ``file``, ``line``, ``incarnation``.
+- ``events``: valid history lines with ``file`` and ``line``, an increasing
+  position within the file that orders its lines (not the line number:
+  computing that would shuffle every line; malformed lines get exact ones).
+  ``incarnation`` is added on reading (:func:`with_incarnation`).
 - ``malformed``: every line that could not be used, with file and line.
 
 Guarantees: a malformed line never aborts ingestion and is never dropped
@@ -211,25 +214,54 @@ def read_histories(spark, files: list[dict], tmp: Path):
         return None, empty
     raw = (spark.read.text([f["uri"] for f in files])
            .withColumn("uri", F.input_file_name())
-           .withColumn("_id", F.monotonically_increasing_id()))
-    numbered = raw.withColumn("line", F.row_number().over(Window.partitionBy("uri").orderBy("_id")))
-    numbered = numbered.join(F.broadcast(files_df), "uri").where(F.trim("value") != "")
-    parsed = numbered.withColumn("j", F.from_json("value", schemas.HISTORY_JSON, {"mode": "PERMISSIVE"}))
+           .withColumn("_id", F.monotonically_increasing_id())
+           .withColumn("_part", F.spark_partition_id()))
+    # No shuffle of the text: ``_id`` increases with the line within a file (Spark reads each split in
+    # order and gives splits of a file increasing partition indices), so it orders the events. Exact
+    # line numbers are needed only for malformed lines: per (file, split) the first id and the line
+    # count give each line's number as id - first id + lines in the file's earlier splits + 1.
+    parsed = (raw.where(F.trim("value") != "").join(F.broadcast(files_df), "uri")
+              .withColumn("j", F.from_json("value", schemas.HISTORY_JSON, {"mode": "PERMISSIVE"})))
     parsed = parsed.withColumn("problem", _history_problem(F))
-    malformed = parsed.where(F.col("problem").isNotNull()).select(
-        "run", "file", F.col("line").cast("long").alias("line"), "problem")
+    splits = raw.groupBy("uri", "_part").agg(F.min("_id").alias("_first"), F.count("*").alias("_n"))
+    splits = splits.withColumn("_before", F.coalesce(F.sum("_n").over(
+        Window.partitionBy("uri").orderBy("_first").rowsBetween(Window.unboundedPreceding, -1)), F.lit(0)))
+    malformed = (parsed.where(F.col("problem").isNotNull()).select("uri", "_part", "_id", "run", "file", "problem")
+                 .join(F.broadcast(splits), ["uri", "_part"])
+                 .select("run", "file", (F.col("_id") - F.col("_first") + F.col("_before") + 1).alias("line"), "problem"))
     good = parsed.where(F.col("problem").isNull())
     tp = F.transform(F.col("j.partitions"), lambda a: F.struct(a[0].alias("topic"), a[1].cast("int").alias("partition")))
     offs = F.transform(F.col("j.offsets"), lambda a: F.struct(a[0].alias("topic"), a[1].cast("int").alias("partition"),
                                                              a[2].cast("long").alias("offset")))
     events = good.select(
-        "run", "file", F.col("line").cast("long").alias("line"), "j.ts", "j.member", "j.client", "j.client_version",
+        "run", "file", F.col("_id").alias("line"), "j.ts", "j.member", "j.client", "j.client_version",
         "j.event", "j.member_id", "j.generation", "j.protocol", "j.reason", tp.alias("partitions"), "j.topic",
         F.col("j.partition").cast("int").alias("partition"), "j.first_offset", "j.last_offset", "j.count",
         offs.alias("offsets"), "j.error", "j.fatal")
-    w = Window.partitionBy("run", "file").orderBy("line").rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    events = events.withColumn("incarnation", F.sum(F.when(F.col("event") == "started", 1).otherwise(0)).over(w))
     return events, malformed
+
+
+def with_incarnation(events):
+    """``events`` plus ``incarnation``: the number of ``started`` lines at or before each line of its file.
+
+    Computed from the (small) table of ``started`` lines with a broadcast
+    join, so the events are never shuffled; lines before the first
+    ``started`` are incarnation 0.
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    starts = events.where(F.col("event") == "started").select("run", "file", F.col("line").alias("_s"))
+    w = Window.partitionBy("run", "file").orderBy("_s")
+    bounds = (starts.withColumn("incarnation", F.row_number().over(w).cast("long"))
+              .withColumn("_next", F.lead("_s").over(w)))
+    first = bounds.where(F.col("incarnation") == 1).select("run", "file", F.lit(-1).cast("long").alias("_s"),
+                                                           F.lit(0).cast("long").alias("incarnation"),
+                                                           F.col("_s").alias("_next"))
+    bounds = bounds.unionByName(first)
+    joined = events.join(F.broadcast(bounds), ["run", "file"], "left").where(
+        F.col("_s").isNull() | ((F.col("line") >= F.col("_s")) & (F.col("_next").isNull() | (F.col("line") < F.col("_next")))))
+    return joined.withColumn("incarnation", F.coalesce("incarnation", F.lit(0).cast("long"))).drop("_s", "_next")
 
 
 TABLE_NAMES = ("cells", "members", "topics", "nemesis", "frames", "subscriptions", "assignments", "commits",
@@ -296,5 +328,5 @@ def _events_schema():
         StructField("partitions", schemas.TPS), StructField("topic", StringType()),
         StructField("partition", IntegerType()), StructField("first_offset", LongType()),
         StructField("last_offset", LongType()), StructField("count", LongType()), StructField("offsets", offs),
-        StructField("error", StringType()), StructField("fatal", BooleanType()), StructField("incarnation", LongType()),
+        StructField("error", StringType()), StructField("fatal", BooleanType()),
     ])
