@@ -13,7 +13,7 @@ def test_cells_follow_the_options() -> None:
     assert out.returncode == 0, out.stdout + out.stderr
     ids = [line for line in out.stdout.splitlines() if "test_cell[" in line]
     assert len(ids) == 2, out.stdout
-    assert "crash-restart--reference-0.1.0+java-2.8.1--kafka-3.9.2--seed-11" in ids[0]
+    assert "crash-restart--reference-0.1.0_java-2.8.1--kafka-3.9.2--seed-11" in ids[0]
     assert "pause--" in ids[1]
 
 

@@ -48,7 +48,7 @@ class Cell:
 
     @property
     def cell_id(self) -> str:
-        mix = "+".join(re.sub(r"[^A-Za-z0-9.]+", "-", str(s)) for s in self.specs)
+        mix = "_".join(re.sub(r"[^A-Za-z0-9.]+", "-", str(s)) for s in self.specs)
         return f"{self.scenario.name}--{mix}--kafka-{self.broker}--seed-{self.seed}"
 
 
