@@ -371,7 +371,10 @@ class CellRun:
         led: set[str] = set()
         by_name = {s.name: s for s in self.slots}
         for _ in range(2 * len(self.slots) + 2):
-            self._await("stable", timeout_ms)
+            if not self._await("stable", timeout_ms):
+                self.notes.append({"ts": now_ms(), "rotate-leader": "the group did not settle; rotation stopped, "
+                                   f"kinds that led: {sorted(led)} of {sorted(kinds)}"})
+                return
             leader = by_name.get(self.observer.leader() or "")
             if leader is None:
                 self.notes.append({"ts": now_ms(), "rotate-leader": "no leader seen on the wire"})
