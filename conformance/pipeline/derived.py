@@ -106,11 +106,13 @@ def load_second(t: Tables) -> Tables:
              .select("*", "tp.topic", "tp.partition").drop("tp"))
     wtp = Window.partitionBy("run", "file", "incarnation", "topic", "partition").orderBy("line")
     is_close = F.col("event") != "assigned"
+    # The next close after an open: the latest close seen walking backwards (a growing frame, computed
+    # incrementally; a frame "1 .. unbounded following" would be recomputed per row).
+    back = (Window.partitionBy("run", "file", "incarnation", "topic", "partition").orderBy(F.col("line").desc())
+            .rowsBetween(Window.unboundedPreceding, 0))
     tp_ev = (tp_ev.withColumn("prev_event", F.lag("event").over(wtp))
-             .withColumn("close_ts", F.first(F.when(is_close, F.col("ts")), ignorenulls=True)
-                         .over(wtp.rowsBetween(1, Window.unboundedFollowing)))
-             .withColumn("close_event", F.first(F.when(is_close, F.col("event")), ignorenulls=True)
-                         .over(wtp.rowsBetween(1, Window.unboundedFollowing))))
+             .withColumn("close_ts", F.last(F.when(is_close, F.col("ts")), ignorenulls=True).over(back))
+             .withColumn("close_event", F.last(F.when(is_close, F.col("event")), ignorenulls=True).over(back)))
     opens = tp_ev.where((F.col("event") == "assigned") & (F.col("prev_event").isNull() | (F.col("prev_event") != "assigned")))
     own = opens.join(t.incarnations.select("run", "file", "incarnation", F.col("end_ts").alias("inc_end_ts"), "end_kind"),
                      ["run", "file", "incarnation"], "left")

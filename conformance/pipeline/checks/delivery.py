@@ -26,8 +26,11 @@ from conformance.pipeline.derived import Tables
 def islands(ranges):
     """Merge (run, topic, partition, first_offset, last_offset) ranges into disjoint covered islands."""
     w = Window.partitionBy("run", "topic", "partition").orderBy("first_offset", "last_offset")
-    prev_max = F.max("last_offset").over(w.rowsBetween(Window.unboundedPreceding, -1))
-    marked = ranges.withColumn("new", F.when(prev_max.isNull() | (F.col("first_offset") > prev_max + 1), 1).otherwise(0))
+    # Growing frames only (unbounded preceding .. current row): Spark computes them incrementally,
+    # while a frame ending before the current row is recomputed per row (quadratic).
+    running = ranges.withColumn("_run_max", F.max("last_offset").over(w.rowsBetween(Window.unboundedPreceding, 0)))
+    prev_max = F.lag("_run_max").over(w)
+    marked = running.withColumn("new", F.when(prev_max.isNull() | (F.col("first_offset") > prev_max + 1), 1).otherwise(0))
     marked = marked.withColumn("island", F.sum("new").over(w.rowsBetween(Window.unboundedPreceding, 0)))
     return marked.groupBy("run", "topic", "partition", "island").agg(
         F.min("first_offset").alias("i_first"), F.max("last_offset").alias("i_last"))
@@ -102,10 +105,12 @@ def duplicates(t: Tables):
     """Per re-consumed range: who consumed it again, when, and when it was first consumed."""
     c = t.events.where(F.col("event") == "consumed").select("run", "member", "ts", "topic", "partition",
                                                             "first_offset", "last_offset")
-    w = Window.partitionBy("run", "topic", "partition").orderBy("first_offset", "ts").rowsBetween(
-        Window.unboundedPreceding, -1)
-    c = (c.withColumn("prev_max", F.max("last_offset").over(w))
-         .withColumn("prev_ts", F.max_by("ts", "last_offset").over(w)))
+    w = Window.partitionBy("run", "topic", "partition").orderBy("first_offset", "ts")
+    grow = w.rowsBetween(Window.unboundedPreceding, 0)   # incremental; lag() then gives "before this row"
+    c = (c.withColumn("_run_max", F.max("last_offset").over(grow))
+         .withColumn("_run_ts", F.max_by("ts", "last_offset").over(grow))
+         .withColumn("prev_max", F.lag("_run_max").over(w))
+         .withColumn("prev_ts", F.lag("_run_ts").over(w)))
     dup = c.where(F.col("prev_max") >= F.col("first_offset")).withColumn(
         "dups", F.least("last_offset", "prev_max") - F.col("first_offset") + 1)
     gens = t.generations.select("run", "generation", "join_ts")
