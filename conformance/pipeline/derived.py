@@ -41,6 +41,7 @@ class Tables:
     commits: DataFrame
     events: DataFrame
     malformed: DataFrame
+    events_inc: DataFrame = None   # events plus ``incarnation`` (a broadcast join; use only where needed)
     run_end: DataFrame = None
     incarnations: DataFrame = None
     ownership: DataFrame = None
@@ -60,7 +61,7 @@ def load(spark, paths: dict[str, str]) -> Tables:
     names = ("cells", "members", "topics", "nemesis", "frames", "subscriptions", "assignments", "commits", "events",
              "malformed")
     t = Tables(**{n: spark.read.parquet(paths[n]) for n in names})
-    t.events = with_incarnation(t.events)
+    t.events_inc = with_incarnation(t.events)
     ev = t.events
     seen = (ev.groupBy("run").agg(F.max("ts").alias("seen_ts"))
             .unionByName(t.frames.groupBy("run").agg(F.max("ts").alias("seen_ts")))
@@ -68,7 +69,7 @@ def load(spark, paths: dict[str, str]) -> Tables:
     t.run_end = (t.cells.select("run", "end_ts").join(seen, "run", "left")
                  .select("run", F.coalesce("end_ts", "seen_ts", F.lit(0.0)).alias("run_end_ts")))
 
-    inc = (ev.groupBy("run", "member", "file", "incarnation")
+    inc = (t.events_inc.groupBy("run", "member", "file", "incarnation")
            .agg(F.min("ts").alias("start_ts"), F.max("ts").alias("last_ts"),
                 F.min(F.when(F.col("event") == "stopped", F.col("ts"))).alias("stopped_ts"),
                 F.max(F.when(F.col("event") == "error", F.col("fatal").cast("int"))).alias("had_fatal")))
@@ -100,7 +101,7 @@ def load(spark, paths: dict[str, str]) -> Tables:
 
 def load_second(t: Tables) -> Tables:
     """The tables built on the first wave (ownership, generations, leader assignments)."""
-    ev = t.events
+    ev = t.events_inc
     tp_ev = (ev.where(F.col("event").isin("assigned", "revoked", "lost"))
              .select("run", "member", "file", "incarnation", "line", "ts", "event", F.explode("partitions").alias("tp"))
              .select("*", "tp.topic", "tp.partition").drop("tp"))

@@ -81,7 +81,7 @@ def compute(t: Tables) -> dict[str, dict]:
                 out[run]["convergence_ms"].append(round(after[0][1] - f["ts"], 1))
     # Consumption gaps longer than a heartbeat, per member.
     w = Window.partitionBy("run", "file", "incarnation").orderBy("line")
-    gaps = (t.events.where(F.col("event") == "consumed").select("run", "member", "file", "incarnation", "line", "ts")
+    gaps = (t.events_inc.where(F.col("event") == "consumed").select("run", "member", "file", "incarnation", "line", "ts")
             .withColumn("prev_ts", F.lag("ts").over(w)).join(timing(t.cells).select("run", "heartbeat_ms"), "run")
             .where(F.col("ts") - F.col("prev_ts") > F.col("heartbeat_ms")).select("run", "member", "prev_ts", "ts")
             .collect())

@@ -41,7 +41,7 @@ def check_d1(t: Tables) -> list[dict]:
                                                                     "last_offset", "ts")
     consumed = t.events.where(F.col("event") == "consumed").select("run", "topic", "partition", "first_offset",
                                                                     "last_offset")
-    isl = islands(consumed)
+    isl = islands(consumed).persist()
     covered = (produced.join(isl, ["run", "topic", "partition"])
                .where((F.col("i_first") <= F.col("first_offset")) & (F.col("i_last") >= F.col("last_offset")))
                .select("run", "topic", "partition", "first_offset", "last_offset").distinct())
@@ -54,6 +54,7 @@ def check_d1(t: Tables) -> list[dict]:
             .groupBy("run", "topic", "partition")
             .agg(F.sort_array(F.collect_list(F.struct("first_offset", "last_offset", "ts", "isl"))).alias("ranges"))
             .collect())
+    isl.unpersist()
     out = []
     for r in rows:
         missing: list[list[int]] = []
@@ -170,7 +171,7 @@ def check_v1(t: Tables) -> list[dict]:
                                      f"the bound is {r['convergence_ms']:.0f} ms", ts=r["converged_ts"],
                                      evidence={"convergence_ms": took, "bound_ms": r["convergence_ms"]}))
     # Crashes and hangs: an incarnation that ended without `stopped` and without a nemesis kill.
-    last_error = (t.events.where(F.col("event") == "error")
+    last_error = (t.events_inc.where(F.col("event") == "error")
                   .withColumn("k", F.row_number().over(Window.partitionBy("run", "file", "incarnation").orderBy(F.col("line").desc())))
                   .where(F.col("k") == 1).select("run", "file", "incarnation", F.col("error").alias("last_error")))
     crashed = (t.incarnations.join(t.members.select("run", "member"), ["run", "member"])

@@ -119,7 +119,7 @@ def check_r2(t: Tables) -> list[dict]:
 
 
 def _tp_events(t: Tables):
-    return (t.events.where(F.col("event").isin("assigned", "revoked", "lost"))
+    return (t.events_inc.where(F.col("event").isin("assigned", "revoked", "lost"))
             .select("run", "member", "file", "incarnation", "line", "ts", "event", "protocol",
                     F.explode("partitions").alias("tp"))
             .select("*", "tp.topic", "tp.partition").drop("tp"))
