@@ -35,10 +35,8 @@ Mapping of the contract onto librdkafka:
 
 from __future__ import annotations
 
-import signal
 import sys
 import time
-import traceback
 from collections import OrderedDict
 from typing import Any
 
@@ -46,6 +44,7 @@ import confluent_kafka
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from conformance.history import HistoryWriter
+from conformance.members.harness_main import main
 from conformance.members.harness_config import HarnessConfig
 
 POLL_TIMEOUT_S = 0.5
@@ -220,27 +219,5 @@ class Harness:
         return 0
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print("usage: harness.py CONFIG_JSON", file=sys.stderr)
-        return 2
-    cfg = HarnessConfig.load(argv[1])
-    harness = Harness(cfg)
-
-    def on_term(signum: int, frame: object) -> None:
-        harness.stopping = True
-
-    signal.signal(signal.SIGTERM, on_term)
-    signal.signal(signal.SIGINT, on_term)
-    try:
-        code = harness.run()
-    except Exception as exc:  # noqa: BLE001 - every failure becomes a fatal history event
-        harness.history.record("error", error=f"harness crashed: {exc!r}", fatal=True,
-                               traceback=traceback.format_exc())
-        code = 1
-    harness.history.close()
-    return code
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main(sys.argv, Harness))
