@@ -134,7 +134,8 @@ def stage(run_dirs: list[Path]) -> Staged:
         members_dir = run_dir / "members"
         if members_dir.is_dir():
             for hist in sorted(members_dir.glob("*.jsonl")):
-                st.files.append({"uri": hist.resolve().as_uri(), "run": run, "file": str(hist)})
+                # Hadoop takes plain paths literally (a percent-encoded URI would not be found).
+                st.files.append({"uri": str(hist.resolve()), "run": run, "file": str(hist)})
     return st
 
 
@@ -218,8 +219,11 @@ def read_histories(spark, files: list[dict], tmp: Path):
     files_df = spark.read.schema(schemas.FILES).json(str(files_path))
     if not files:
         return None, spark.read.schema(schemas.MALFORMED).json(str(files_path)).limit(0)
+    # input_file_name() is a URI (space -> %20, '+' kept): decode it back to the path we asked for,
+    # protecting '+' from form decoding.
+    path_of_uri = F.regexp_replace(F.url_decode(F.regexp_replace(F.input_file_name(), "\\+", "%2B")), "^file:(//)?", "")
     raw = (spark.read.text([f["uri"] for f in files])
-           .withColumn("uri", F.input_file_name())
+           .withColumn("uri", path_of_uri)
            .withColumn("_id", F.monotonically_increasing_id())
            .withColumn("_part", F.spark_partition_id()))
     # No shuffle of the text: ``_id`` increases with the line within a file (Spark reads each split in
