@@ -15,6 +15,7 @@ setup: bootstrap
 
 setup-all: bootstrap
 	.venv/bin/conformance setup --all
+	-bash scripts/install-chromium.sh   # Debian's chromium for the report render test (skipped without it)
 
 lock:                    ## regenerate requirements.lock from pyproject.toml (needs uv)
 	uv pip compile pyproject.toml --extra dev --generate-hashes --python-version 3.11 -o requirements.lock
