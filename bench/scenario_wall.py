@@ -53,15 +53,18 @@ def main() -> None:
         wall = time.monotonic() - t0
         run = next((result.path / "runs").iterdir())
         manifest = json.loads((run / "manifest.json").read_text())
-        cell_s = (manifest["end_ts"] - manifest["start_ts"]) / 1000
+        scenario_s = (manifest["end_ts"] - manifest["start_ts"]) / 1000
+        cell_s = (manifest["teardown_end_ts"] - manifest["start_ts"]) / 1000
         rebalance_s = rebalancing_ms(run / "wire.jsonl") / 1000
         print(f"scenario {args.scenario} with {args.clients}")
         print(f"  wall time launch -> verdict : {wall:7.1f} s")
+        print(f"  start..scenario end         : {scenario_s:7.1f} s")
         print(f"  cell (cluster..teardown)    : {cell_s:7.1f} s")
         print(f"  judging (Spark included)    : {wall - cell_s:7.1f} s")
         print(f"  group rebalancing (wire)    : {rebalance_s:7.1f} s")
         if rebalance_s:
-            print(f"  overhead ratio (cell/rebal.): {cell_s / rebalance_s:7.2f} x")
+            print(f"  overhead ratio (cell/rebal.): {cell_s / rebalance_s:7.2f} x  (the schedule's own waits, "
+                  "such as a kill's session timeout, count as overhead here)")
         if args.matrix:
             specs = [MemberSpec.parse(s) for s in config.DEFAULT_MIX]
             t0 = time.monotonic()
