@@ -52,7 +52,8 @@ class Nemesis:
         self.last_fault_ts = self.log.record(fault, target, "invoke", **details)
 
     def _healed(self, fault: str, target: str, **details: Any) -> None:
-        self._heals.pop((fault, target), None)
+        """Record the heal under its contract name (resume, proxy-enable) and forget the pending heal."""
+        self._heals.pop({"resume": ("pause", target), "proxy-enable": ("cut", target)}[fault], None)
         self.last_fault_ts = self.log.record(fault, target, "heal", **details)
 
     # -- members ---------------------------------------------------------
@@ -75,8 +76,7 @@ class Nemesis:
 
     def resume(self, name: str, proc: Any) -> None:
         proc.resume()
-        self._healed("pause", name)
-        self.log.record("resume", name, "invoke")
+        self._healed("resume", name)
 
     # -- network ---------------------------------------------------------
     def cut(self, name: str) -> None:
@@ -86,8 +86,7 @@ class Nemesis:
 
     def uncut(self, name: str) -> None:
         self.cluster.proxy(name).enable()
-        self._healed("cut", name)
-        self.log.record("proxy-enable", name, "invoke")
+        self._healed("proxy-enable", name)
 
     def add_toxic(self, name: str, toxic: Any) -> str:
         toxic_name = self.cluster.proxy(name).add_toxic(toxic)

@@ -121,8 +121,14 @@ def duplicates(t: Tables):
     cause_gen = (dup.join(gens, "run").where((F.col("join_ts") > F.least("prev_ts", "ts")) & (F.col("join_ts") <= F.col("ts")))
                  .select("run", "member", "ts", "topic", "partition", "first_offset").distinct()
                  .withColumn("by_rebalance", F.lit(True)))
-    faults = t.nemesis.where(F.col("phase") == "invoke").select("run", F.col("ts").alias("f_ts"), "fault")
-    cause_fault = (dup.join(faults, "run").where((F.col("f_ts") > F.least("prev_ts", "ts")) & (F.col("f_ts") <= F.col("ts")))
+    # A fault causes duplicates from its invocation until a session timeout (plus a heartbeat)
+    # after it ends: a member cut off or paused keeps fetching until it learns it was fenced,
+    # so its last "zombie" fetch can come just after the heal, before the new owner's reads.
+    tm = timing(t.cells).select("run", (F.col("session_ms") + F.col("heartbeat_ms")).alias("grace_ms"))
+    faults = (t.nemesis.where(F.col("phase").isin("invoke", "heal")).select("run", F.col("ts").alias("f_ts"), "fault")
+              .join(tm, "run"))
+    cause_fault = (dup.join(faults, "run")
+                   .where((F.col("f_ts") > F.least("prev_ts", "ts") - F.col("grace_ms")) & (F.col("f_ts") <= F.col("ts")))
                    .groupBy("run", "member", "ts", "topic", "partition", "first_offset")
                    .agg(F.collect_set("fault").alias("faults")))
     keys = ["run", "member", "ts", "topic", "partition", "first_offset"]
