@@ -128,7 +128,8 @@ def duplicates(t: Tables):
     faults = (t.nemesis.where(F.col("phase").isin("invoke", "heal")).select("run", F.col("ts").alias("f_ts"), "fault")
               .join(tm, "run"))
     cause_fault = (dup.join(faults, "run")
-                   .where((F.col("f_ts") > F.least("prev_ts", "ts") - F.col("grace_ms")) & (F.col("f_ts") <= F.col("ts")))
+                   .where((F.col("f_ts") > F.least("prev_ts", "ts") - F.col("grace_ms"))
+                          & (F.col("f_ts") <= F.greatest("prev_ts", "ts")))
                    .groupBy("run", "member", "ts", "topic", "partition", "first_offset")
                    .agg(F.collect_set("fault").alias("faults")))
     keys = ["run", "member", "ts", "topic", "partition", "first_offset"]
