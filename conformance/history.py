@@ -36,9 +36,10 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
-from typing import Any, Iterable, Iterator, TextIO
+from typing import Any, Iterable, Iterator
+
+from conformance.jsonl import JsonLinesAppender
 
 PROTOCOLS = ("eager", "cooperative", "consumer")
 
@@ -111,28 +112,19 @@ class HistoryWriter:
     """
 
     def __init__(self, path: str | os.PathLike[str], member: str, client: str, client_version: str) -> None:
-        self._lock = threading.Lock()
         self._base = {"member": member, "client": client, "client_version": client_version}
-        os.makedirs(os.path.dirname(os.fspath(path)) or ".", exist_ok=True)
-        self._file: TextIO = open(path, "a", encoding="utf-8", buffering=1)
+        self._out = JsonLinesAppender(path)
         self.context: dict[str, Any] = {}  # member_id / generation / protocol, kept current by the harness
 
     def record(self, event: str, **fields: Any) -> dict[str, Any]:
         entry: dict[str, Any] = {"ts": fields.pop("ts", None) or now_ms(), **self._base, "event": event}
         entry.update({k: v for k, v in self.context.items() if v is not None})
         entry.update(fields)
-        line = json.dumps(entry, separators=(",", ":"), sort_keys=False)
-        with self._lock:
-            self._file.write(line + "\n")
-            self._file.flush()
+        self._out.write(entry)
         return entry
 
     def close(self) -> None:
-        with self._lock:
-            if not self._file.closed:
-                self._file.flush()
-                os.fsync(self._file.fileno())
-                self._file.close()
+        self._out.close(fsync=True)
 
 
 def read_history(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:

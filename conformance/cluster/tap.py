@@ -31,7 +31,6 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
-import json
 import socket
 import struct
 import threading
@@ -40,6 +39,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from conformance import config
+from conformance.jsonl import JsonLinesAppender
 from conformance.cluster.wire_decode import (GROUP_APIS, WireDecodeError, decode_request, decode_response,
                                              peek_request)
 
@@ -47,27 +47,6 @@ from conformance.cluster.wire_decode import (GROUP_APIS, WireDecodeError, decode
 MAX_FRAME = 256 * 1024 * 1024
 _RAW_LIMIT = 256
 _CHUNK = 256 * 1024
-
-
-class WireWriter:
-    """Appends JSON records to ``wire.jsonl``, one per line, flushed per line, from any thread."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self._lock = threading.Lock()
-        self._file = open(self.path, "a", encoding="utf-8")
-
-    def write(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, separators=(",", ":"), default=str) + "\n"
-        with self._lock:
-            if self._file.closed:
-                return
-            self._file.write(line)
-            self._file.flush()
-
-    def close(self) -> None:
-        with self._lock:
-            self._file.close()
 
 
 class _Framer:
@@ -206,7 +185,7 @@ class WireTap:
     """Relays each slot's listener to its upstream and records the group APIs; see the module docstring."""
 
     def __init__(self, wire_path: Path, member_of: Callable[[int], str | None]) -> None:
-        self.writer = WireWriter(wire_path)
+        self.writer = JsonLinesAppender(wire_path, default=str)  # wire.jsonl, from the tap's threads
         self.member_of = member_of
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._run, name="wire-tap", daemon=True)

@@ -10,33 +10,26 @@ removed. Healing also runs when a scenario fails half-way.
 
 from __future__ import annotations
 
-import json
-import threading
 from pathlib import Path
 from typing import Any, Callable
 
 from conformance.history import now_ms
+from conformance.jsonl import JsonLinesAppender
 
 
 class NemesisLog:
-    """Append-only, line-flushed writer of ``nemesis.jsonl``."""
+    """Writer of ``nemesis.jsonl``: one flushed line per fault, in the order they happened."""
 
     def __init__(self, path: Path) -> None:
-        self._file = open(path, "a", encoding="utf-8", buffering=1)
-        self._lock = threading.Lock()
+        self._out = JsonLinesAppender(path)
 
     def record(self, fault: str, target: str, phase: str = "invoke", **details: Any) -> float:
         ts = now_ms()
-        line = json.dumps({"ts": ts, "fault": fault, "target": target, "phase": phase, "details": details},
-                          separators=(",", ":"))
-        with self._lock:
-            self._file.write(line + "\n")
-            self._file.flush()
+        self._out.write({"ts": ts, "fault": fault, "target": target, "phase": phase, "details": details})
         return ts
 
     def close(self) -> None:
-        with self._lock:
-            self._file.close()
+        self._out.close()
 
 
 class Nemesis:
