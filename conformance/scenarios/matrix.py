@@ -27,13 +27,12 @@ from conformance.scenarios.runner import Cell, CellRun
 
 
 class ProgressLine:
-    """One status line: cell i/n, scenario, phase, elapsed, and a bar over the matrix."""
+    """Progress lines: a bar over the matrix, cell i/n, scenario and mix, the message, elapsed time."""
 
     def __init__(self, total: int, stream: Any = None) -> None:
         self.total = total
         self.done = 0
         self.stream = stream or sys.stderr
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.started = time.monotonic()
         self.cell = ""
 

@@ -130,7 +130,7 @@ class CellRun:
             cfg = HarnessConfig(
                 member=name, client=spec.kind, client_version=spec.version,
                 bootstrap_servers=bootstrap_for(name), group_id=self.group_id,
-                topics=[t for t in sc.topics if t == next(iter(sc.topics))],
+                topics=[next(iter(sc.topics))],  # the first declared topic; `resubscribe` changes it
                 history_path=str(self.run_dir.history(name)),
                 assignment_strategies=list(strategies), commit_mode=sc.commit_mode,
                 processing_delay_ms=sc.processing_delay_ms,
