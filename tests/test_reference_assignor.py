@@ -56,18 +56,32 @@ def test_docstring_example_withholds_then_hands_over() -> None:
     assert plan.withheld == {}
 
 
-def test_stale_generation_claims_are_dropped_and_not_withheld() -> None:
+def test_uncontested_claims_stand_whatever_their_generation() -> None:
+    # A missed generation 7 (declares 6); kafka-python 3.0.12-style D declares none (-1).
     members = {"A": claim("A", owned=t(0, 1, 2), generation=6), "B": claim("B", owned=t(3, 4, 5), generation=7),
-               "C": claim("C", generation=7)}
-    own = resolve_ownership(members, {"t": 6})
+               "C": claim("C", generation=7), "D": claim("D", owned=t(6, 7), generation=-1)}
+    own = resolve_ownership(members, {"t": 8})
     assert own.max_generation == 7
-    assert own.stale == {"A": tuple(t(0, 1, 2))}
-    assert set(own.owner) == set(t(3, 4, 5))
+    assert own.stale == {}
+    assert own.owner == {**{tp: "A" for tp in t(0, 1, 2)}, **{tp: "B" for tp in t(3, 4, 5)},
+                         **{tp: "D" for tp in t(6, 7)}}
+    plan = cooperative_sticky_assign(members, {"t": 8})
+    # Whatever moves to C is withheld first: nobody gets a partition another member still owns.
+    for m, tps in plan.assignment.items():
+        assert all(own.owner.get(tp, m) == m for tp in tps)
+    assert set(plan.withheld.values()) <= {"C"}
+
+
+def test_contested_claims_go_to_the_highest_generation_and_lower_ones_are_stale() -> None:
+    members = {"A": claim("A", owned=t(0, 1, 2), generation=6), "B": claim("B", owned=t(2, 3), generation=7),
+               "C": claim("C", owned=t(3), generation=-1)}
+    own = resolve_ownership(members, {"t": 6})
+    assert own.owner == {("t", 0): "A", ("t", 1): "A", ("t", 2): "B", ("t", 3): "B"}
+    assert own.stale == {"A": (("t", 2),), "C": (("t", 3),)}
+    assert own.conflicted == frozenset()
     plan = cooperative_sticky_assign(members, {"t": 6})
-    # t0-t2 are nobody's valid property: handed out at once.
-    assert not (set(plan.withheld) & set(t(0, 1, 2)))
-    handed = set(sum(plan.assignment.values(), []))
-    assert set(t(0, 1, 2)) <= handed
+    # The stale claims are nobody's property: A and C are never told to keep t2/t3.
+    assert ("t", 2) not in plan.assignment["A"] and ("t", 3) not in plan.assignment["C"]
 
 
 def test_equal_generation_conflict_voids_both_claims_and_withholds() -> None:
@@ -299,12 +313,17 @@ def test_arbitrary_claims_never_break_the_cooperative_rule(raw) -> None:
     assert not check_balanced(plan)
     own = plan.ownership
     assert own is not None
-    # Highest generation wins; nobody below it owns anything; conflicts own nothing.
-    for tp, m in own.owner.items():
-        assert members[m].generation == own.max_generation
-        assert sum(1 for c in members.values() if tp in c.owned and c.generation == own.max_generation) == 1
-    for tp in own.conflicted:
-        assert tp not in own.owner
+    # Per partition: the highest claimed generation wins alone; ties own nothing; lower claims are stale.
+    for tp in {tp for c in members.values() for tp in c.owned}:
+        gens = {m: max(c.generation, -1) for m, c in members.items() if tp in c.owned}
+        best = max(gens.values())
+        at_best = sorted(m for m, g in gens.items() if g == best)
+        if len(at_best) == 1:
+            assert own.owner.get(tp) == at_best[0]
+        else:
+            assert tp in own.conflicted and tp not in own.owner
+        for m, g in gens.items():
+            assert (g < best) == (tp in own.stale.get(m, ()))
 
 
 @settings(max_examples=100, deadline=None)

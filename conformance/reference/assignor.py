@@ -16,13 +16,19 @@ Assignors and the Java assignors they match
 Guarantees of the sticky assignors
 ----------------------------------
 
-1. **Ownership is resolved by generation** (:func:`resolve_ownership`, the rule
-   of Java's ``AbstractStickyAssignor``): only members declaring the highest
-   generation in the group have valid claims; a member with an older generation
-   loses every claim; a partition claimed by two or more members of the highest
-   generation is valid for none of them (and, in cooperative mode, withheld from
-   everyone this round so that every claimer revokes it first). An unknown
-   generation (no ``GenerationId`` and no usable userData) counts as -1.
+1. **Ownership is resolved per partition, by generation** (:func:`resolve_ownership`,
+   the rule of Java's ``AbstractStickyAssignor`` since 3.5, KAFKA-14639): a
+   claim nobody contests is valid whatever its generation; among several
+   claims on one partition the highest generation wins and the lower ones are
+   stale; two or more claims at that highest generation are all void (and, in
+   cooperative mode, the partition is withheld from everyone this round so
+   that every claimer revokes it first). An unknown generation (no
+   ``GenerationId`` and no usable userData) counts as -1, so it loses every
+   contest with a claim that carries a generation but stands when uncontested.
+   (Java up to 3.4 dropped *every* claim of a member below the group's highest
+   generation, and of a member declaring none once anyone declared one; a
+   member that had missed one round, or that writes no generation at all,
+   lost partitions it still held and they went straight to someone else.)
 2. **Complete**: every partition of every subscribed topic goes to a member
    subscribed to its topic, except partitions withheld by rule 4.
 3. **Balanced**: when all members subscribe to the same topics, partition
@@ -55,8 +61,9 @@ generation 7 and their partitions.
 - A and B revoke t2 and t5 and rejoin; in generation 8 nobody claims them, so
   the same computation gives ``A: t0 t1``, ``B: t3 t4``, ``C: t2 t5``.
 
-Had ``A`` declared generation 6 instead (it missed generation 7), its claims
-would be stale: t0-t2 would be unowned and assigned at once without withholding.
+Had ``A`` declared generation 6 instead (it missed generation 7), nothing
+would change: nobody else claims t0-t2, so A's claims stand. Had ``B`` also
+claimed t2 at generation 7, A's claim on t2 would be stale and B would own it.
 """
 
 from __future__ import annotations
@@ -102,8 +109,10 @@ class Ownership:
     """The outcome of resolving ownership claims (guarantee 1).
 
     ``owner``: partition -> its valid previous owner. ``conflicted``: partitions
-    claimed by several members of the highest generation. ``stale``: member ->
-    claims dropped because its generation is older than ``max_generation``.
+    claimed by several members at that partition's highest claimed generation.
+    ``stale``: member -> its claims that lost to a claim of a higher generation
+    on the same partition. ``max_generation``: the highest generation any
+    member declared (informational; validity is decided per partition).
     ``unknown``: member -> claims of partitions that do not exist in the
     metadata (unsubscribed topic, partition beyond the count).
     """
@@ -156,18 +165,18 @@ def _subscribed_partitions(members: Mapping[str, MemberClaim], partitions_per_to
 
 
 def resolve_ownership(members: Mapping[str, MemberClaim], partitions_per_topic: Mapping[str, int]) -> Ownership:
-    """Apply guarantee 1: highest generation wins, equal-generation conflicts void both.
+    """Apply guarantee 1 partition by partition: the highest generation wins, ties void all.
 
     Claims are checked against the partitions of topics some member subscribes
     to (``partitions_per_topic`` restricted to the group's subscriptions); a
-    claim outside them is reported in ``unknown`` and owns nothing.
+    claim outside them is reported in ``unknown`` and owns nothing. The result
+    does not depend on the order of ``members``.
     """
     _check_members(members)
     existing = set(_subscribed_partitions(members, partitions_per_topic))
     max_gen = max((m.generation for m in members.values()), default=DEFAULT_GENERATION)
     max_gen = max(max_gen, DEFAULT_GENERATION)
-    claimers: dict[TP, list[str]] = {}
-    stale: dict[str, tuple[TP, ...]] = {}
+    claimers: dict[TP, list[tuple[int, str]]] = {}
     unknown: dict[str, tuple[TP, ...]] = {}
     for member_id in sorted(members):
         claim = members[member_id]
@@ -175,16 +184,26 @@ def resolve_ownership(members: Mapping[str, MemberClaim], partitions_per_topic: 
         missing = tuple(tp for tp in owned if tp not in existing)
         if missing:
             unknown[member_id] = missing
-        present = [tp for tp in owned if tp in existing]
-        if max(claim.generation, DEFAULT_GENERATION) < max_gen:
-            if present:
-                stale[member_id] = tuple(present)
-            continue
-        for tp in present:
-            claimers.setdefault(tp, []).append(member_id)
-    owner = {tp: ms[0] for tp, ms in claimers.items() if len(ms) == 1}
-    conflicted = frozenset(tp for tp, ms in claimers.items() if len(ms) > 1)
-    return Ownership(max_generation=max_gen, owner=owner, conflicted=conflicted, stale=stale, unknown=unknown)
+        generation = max(claim.generation, DEFAULT_GENERATION)
+        for tp in owned:
+            if tp in existing:
+                claimers.setdefault(tp, []).append((generation, member_id))
+    owner: dict[TP, str] = {}
+    conflicted: set[TP] = set()
+    stale_lists: dict[str, list[TP]] = {}
+    for tp, claims in claimers.items():
+        best = max(g for g, _ in claims)
+        winners = [m for g, m in claims if g == best]
+        if len(winners) == 1:
+            owner[tp] = winners[0]
+        else:
+            conflicted.add(tp)
+        for g, m in claims:
+            if g < best:
+                stale_lists.setdefault(m, []).append(tp)
+    stale = {m: tuple(sorted(tps)) for m, tps in sorted(stale_lists.items())}
+    return Ownership(max_generation=max_gen, owner=owner, conflicted=frozenset(conflicted), stale=stale,
+                     unknown=unknown)
 
 
 def _sticky_core(members: Mapping[str, MemberClaim], partitions: list[TP],
