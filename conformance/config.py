@@ -80,7 +80,8 @@ TEST_CLIENTS: tuple[str, ...] = (
     "java@4.4.0",
     "java@2.8.1",
     "librdkafka@2.16.1",
-    "librdkafka@2.0.2",   # oldest confluent-kafka with a cp311 wheel (no 1.x has one)
+    "librdkafka@2.0.2",   # oldest confluent-kafka with a cp311 wheel
+    "librdkafka@1.9.2",   # newest 1.x; runs in a Python 3.10 venv (LEGACY_PYTHON)
     "sarama@1.61.1",
     "sarama@1.38.1",
     "kafka-python@3.0.12",
@@ -170,6 +171,17 @@ JAVA_HARNESS_JVM_FLAGS: tuple[str, ...] = (
 SLF4J_FALLBACK_VERSION: str = "1.7.36"
 #: Producer harness default rate (records per second over all partitions).
 PRODUCER_RATE_PER_S: int = 200
+
+#: librdkafka 1.x (area: client harnesses). PyPI has no cp311 wheel of any confluent-kafka 1.x; the
+#: newest 1.x with a cp310 manylinux wheel are 1.9.0 and 1.9.2 (none for 1.6-1.8.x, checked with
+#: ``pip download --only-binary=:all: --python-version 3.10``). confluent-kafka versions below
+#: LEGACY_CONFLUENT_BELOW therefore get a venv built with a Python LEGACY_PYTHON interpreter.
+LEGACY_CONFLUENT_BELOW: tuple[int, ...] = (2, 0, 0)
+LEGACY_PYTHON: str = "3.10"
+#: Rule for finding that interpreter: the first ``python3.10`` on PATH that runs and reports 3.10
+#: (a pyenv shim for a version that is not activated does not), then
+#: ``$PYENV_ROOT/versions/3.10.*/bin/python3.10``, newest patch release first.
+PYENV_ROOT: Path = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
 
 # ---------------------------------------------------------------------------
 # Golden vectors (area: golden byte vectors made by the real client libraries;

@@ -8,6 +8,7 @@ librdkafka refusing a mixed eager/cooperative list.
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -31,6 +32,9 @@ def test_known_versions_are_new_and_old_with_the_default_first(mod) -> None:
 
 def test_cooperative_support_boundaries() -> None:
     assert librdkafka.supports_cooperative("1.6.0") and not librdkafka.supports_cooperative("1.5.3")
+    # librdkafka 1.9.2 (checked by constructing a Consumer): range, roundrobin, cooperative-sticky; no sticky.
+    assert librdkafka.strategies_supported("1.9.2") == ["cooperative-sticky", "range", "roundrobin"]
+    assert librdkafka.needs_legacy_python("1.9.2") and not librdkafka.needs_legacy_python("2.0.2")
     assert kafka_python.supports_cooperative("3.0.0") and not kafka_python.supports_cooperative("2.3.3")
     # PR 3696 (member-side incremental rebalancing) first ships in 1.61.0; 1.60.x has the leader side only.
     assert sarama.supports_cooperative("1.61.0") and not sarama.supports_cooperative("1.60.2")
@@ -60,8 +64,9 @@ def test_commands_name_the_version_and_config(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_pypi_version_errors_name_real_versions() -> None:
-    with pytest.raises(UsageError, match=r"no binary wheel.*2\.0\.2"):
-        librdkafka.ensure("1.9.2")  # on PyPI, but no cp311 wheel
+    with pytest.raises(UsageError, match=r"1\.8\.2 exists on PyPI but has no binary wheel for Python 3\.10.*1\.9\.2"):
+        librdkafka.ensure("1.8.2")  # on PyPI, but no cp310 wheel (1.9.0 and 1.9.2 have one)
+    assert not (config.VENVS_DIR / "librdkafka-1.8.2").exists()
     with pytest.raises(UsageError, match=r"no version '9\.9\.9'.*3\.0\.12"):
         kafka_python.ensure("9.9.9")
     assert not (config.VENVS_DIR / "kafka-python-9.9.9").exists()
@@ -88,3 +93,18 @@ def test_librdkafka_rejects_a_mixed_list_with_a_fatal_error(tmp_path: Path) -> N
     events = [e for _, e, problem in read_history(open(tmp_path / "m1.jsonl")) if not problem]
     assert [e["event"] for e in events] == ["started", "error"]
     assert events[1]["fatal"] is True and "mixing eager and cooperative" in events[1]["error"]
+
+
+@pytest.mark.slow
+def test_librdkafka_1x_venv_runs_python_3_10_and_is_reused() -> None:
+    librdkafka.ensure("1.9.2")
+    marker = json.loads((librdkafka.venv_dir("librdkafka", "1.9.2") / ".conformance-installed.json").read_text())
+    assert marker["python_version"] == config.LEGACY_PYTHON
+    before = marker["installed_at"]
+    librdkafka.ensure("1.9.2")  # idempotent: the complete venv is kept
+    again = json.loads((librdkafka.venv_dir("librdkafka", "1.9.2") / ".conformance-installed.json").read_text())
+    assert again["installed_at"] == before
+    out = subprocess.run([str(librdkafka.venv_python("librdkafka", "1.9.2")), "-c",
+                          "import sys, confluent_kafka; print(sys.version_info[:2], confluent_kafka.version()[0])"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "(3, 10) 1.9.2", out.stderr

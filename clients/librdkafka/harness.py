@@ -18,8 +18,13 @@ Mapping of the contract onto librdkafka:
   ``assign`` (eager); ``on_revoke`` -> commit (per commit mode), ``revoked``,
   then ``incremental_unassign``/``unassign``; ``on_lost`` -> ``lost`` (no
   commit: the generation is gone), then the same unassign.
-- ``member_id`` comes from ``Consumer.memberid()``; librdkafka does not
-  expose the generation id, so events carry no ``generation``.
+- ``member_id`` and ``generation`` come from
+  ``Consumer.consumer_group_metadata()``: librdkafka's serialized group
+  metadata (``rd_kafka_consumer_group_metadata_write``: the magic
+  ``CGMDv2:``, the generation as a native int32, then NUL-terminated group id
+  and member id), present in 1.x and 2.x alike. ``memberid()`` (2.x only) is
+  the fallback for the member id; a blob this harness cannot parse leaves the
+  generation unknown (never guessed).
 - ``started`` carries ``librdkafka_version`` (``confluent_kafka.libversion()``);
   ``client_version`` stays the spec's version.
 - Commit modes: ``auto`` -> ``enable.auto.commit`` (librdkafka's own timer;
@@ -35,6 +40,7 @@ Mapping of the contract onto librdkafka:
 
 from __future__ import annotations
 
+import struct
 import sys
 import time
 from collections import OrderedDict
@@ -49,6 +55,26 @@ from conformance.members.harness_config import HarnessConfig
 
 POLL_TIMEOUT_S = 0.5
 BATCH_MAX = 500
+CGMD_MAGIC = b"CGMDv2:"
+
+
+def parse_group_metadata(blob: object) -> tuple[int, str] | None:
+    """``(generation, member_id)`` from librdkafka's serialized consumer group metadata, else None.
+
+    Layout (``rd_kafka_consumer_group_metadata_write``): ``CGMDv2:``, int32
+    generation in native byte order, group id NUL-terminated, member id
+    NUL-terminated, then the static-membership fields. Anything else is None.
+    """
+    if not isinstance(blob, bytes) or not blob.startswith(CGMD_MAGIC) or len(blob) < len(CGMD_MAGIC) + 4:
+        return None
+    (generation,) = struct.unpack_from("=i", blob, len(CGMD_MAGIC))
+    rest = blob[len(CGMD_MAGIC) + 4:].split(b"\x00")
+    if len(rest) < 3:
+        return None
+    try:
+        return generation, rest[1].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 class Harness:
@@ -97,14 +123,25 @@ class Harness:
 
     # -- callbacks (run inside consume()/close()) ---------------------------
     def _refresh_member_id(self) -> None:
+        """Keep ``member_id`` and ``generation`` of the history context current."""
         if self.consumer is None:
             return
+        mid: str | None = None
+        generation: int | None = None
         try:
-            mid = self.consumer.memberid()
-        except (KafkaException, RuntimeError, AttributeError):
-            return
+            parsed = parse_group_metadata(self.consumer.consumer_group_metadata())
+        except (KafkaException, RuntimeError, AttributeError, TypeError):
+            parsed = None
+        if parsed is not None:
+            generation, mid = parsed
+        if not mid:
+            try:
+                mid = self.consumer.memberid()
+            except (KafkaException, RuntimeError, AttributeError):
+                mid = None
         if mid:
             self.history.context["member_id"] = mid
+        self.history.context["generation"] = generation if generation is not None and generation >= 0 else None
 
     def on_error(self, err: KafkaError) -> None:
         fatal = bool(err.fatal())

@@ -6,12 +6,19 @@ the librdkafka of the same version), installed in its own virtual environment
 ``clients/librdkafka/harness.py`` run by that venv's interpreter with the
 repository root on ``PYTHONPATH`` (it imports :mod:`conformance.history`).
 
-Versions: only binary wheels are used (no build of librdkafka from source). The
-venvs use the suite's Python 3.11, and PyPI has no cp311 wheel of any
-confluent-kafka 1.x: the oldest version with a cp311 manylinux wheel is 2.0.2
-(checked with ``pip download --only-binary=:all: --python-version 3.11``
-against every 1.x, late 2026). So the old version the suite tests is 2.0.2;
-asking for 1.x gives a :class:`UsageError` that says so.
+Versions: only binary wheels are used (no build of librdkafka from source).
+PyPI has no cp311 wheel of any confluent-kafka 1.x (the oldest with one is
+2.0.2); the newest 1.x releases, 1.9.0 and 1.9.2, have cp310 manylinux wheels
+and 1.6-1.8.x have none for 3.10 (``pip download --only-binary=:all:
+--python-version 3.10``, checked 2026). So versions below
+``config.LEGACY_CONFLUENT_BELOW`` get a venv built with a Python
+``config.LEGACY_PYTHON`` interpreter found by
+:func:`conformance.members.interpreters.find_python`; newer ones use the
+suite's own interpreter. The harness and what it imports run on 3.10.
+
+Assignors (librdkafka's ``rd_kafka_assignor``s, the same in 1.9.2 and 2.x):
+``range``, ``roundrobin`` and, from 1.6.0, ``cooperative-sticky``; there is no
+eager ``sticky``, and one list may not mix eager and cooperative assignors.
 
 This module also holds :func:`install_pypi_venv`, the atomic, idempotent
 per-version venv installer that the kafka-python kind shares.
@@ -31,13 +38,14 @@ from pathlib import Path
 
 from conformance import config
 from conformance.errors import SuiteError, UsageError
+from conformance.members.interpreters import find_python
 
 KIND = "librdkafka"
 PYPI_PACKAGE = "confluent-kafka"
 HARNESS: Path = config.CLIENTS_DIR / "librdkafka" / "harness.py"
 
-#: Versions exercised by tests/test_harness_librdkafka.py against a real broker.
-KNOWN_VERSIONS: tuple[str, ...] = ("2.16.1", "2.0.2")
+#: Versions exercised by tests/test_harness_*.py against a real broker.
+KNOWN_VERSIONS: tuple[str, ...] = ("2.16.1", "2.0.2", "1.9.2")
 
 #: The first confluent-kafka with the cooperative-sticky assignor and
 #: incremental_assign/unassign (KIP-429 support in librdkafka 1.6.0).
@@ -95,8 +103,10 @@ def _wheel_versions(pip_output: str) -> list[str]:
     return [v.strip() for v in m.group(1).split(",")] if m and m.group(1).strip() != "none" else []
 
 
-def install_pypi_venv(kind: str, package: str, version: str) -> Path:
+def install_pypi_venv(kind: str, package: str, version: str, python: Path | None = None) -> Path:
     """Install ``package==version`` (binary wheels only) into ``VENVS_DIR/<kind>-<version>``.
+
+    The venv is built with ``python`` (default: the suite's own interpreter).
 
     Guarantees: idempotent (a complete venv is reused; completeness is a marker
     file written last); atomic (built in a temporary sibling directory and
@@ -117,7 +127,14 @@ def install_pypi_venv(kind: str, package: str, version: str) -> Path:
         tmp = config.VENVS_DIR / f".tmp-{kind}-{version}-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         try:
-            subprocess.run([sys.executable, "-m", "venv", str(tmp)], check=True, capture_output=True, timeout=300)
+            interpreter = str(python or sys.executable)
+            made = subprocess.run([interpreter, "-m", "venv", str(tmp)], capture_output=True, text=True, timeout=300)
+            if made.returncode != 0:
+                raise SuiteError(f"{kind}@{version}: {interpreter} -m venv failed (exit {made.returncode}): "
+                                 f"{(made.stdout + made.stderr).strip()[-500:]}")
+            py_minor = subprocess.run([str(tmp / "bin" / "python"), "-c",
+                                       "import sys; print('%d.%d' % sys.version_info[:2])"],
+                                      capture_output=True, text=True, timeout=60).stdout.strip()
             proc = subprocess.run(
                 [str(tmp / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                  "--only-binary=:all:", f"{package}=={version}"],
@@ -130,13 +147,14 @@ def install_pypi_venv(kind: str, package: str, version: str) -> Path:
                     if version in listed:
                         raise UsageError(
                             f"{kind}@{version}: {package} {version} exists on PyPI but has no binary wheel for "
-                            f"Python {sys.version_info.major}.{sys.version_info.minor} on this platform; versions "
+                            f"Python {py_minor} on this platform; versions "
                             f"with one: {', '.join(wheels) or 'none'}")
                     raise UsageError(f"{kind}@{version}: {package} has no version {version!r} on PyPI; "
                                      f"versions with a wheel here: {', '.join(wheels or listed) or 'none found'}")
                 raise SuiteError(f"{kind}@{version}: pip install {package}=={version} failed "
                                  f"(exit {proc.returncode}):\n{out[-2000:]}")
             (tmp / _MARKER).write_text(json.dumps({"kind": kind, "package": package, "version": version,
+                                                   "python": interpreter, "python_version": py_minor,
                                                    "installed_at": time.time()}) + "\n")
             shutil.rmtree(target, ignore_errors=True)  # an incomplete leftover (no marker)
             os.rename(tmp, target)
@@ -145,9 +163,21 @@ def install_pypi_venv(kind: str, package: str, version: str) -> Path:
     return target
 
 
+def needs_legacy_python(version: str) -> bool:
+    """True for confluent-kafka versions with no wheel for the suite's Python (1.x: cp310 at most)."""
+    return _vtuple(version) < config.LEGACY_CONFLUENT_BELOW
+
+
 def ensure(version: str) -> None:
-    """Install confluent-kafka ``version`` into its own venv (idempotent)."""
-    install_pypi_venv(KIND, PYPI_PACKAGE, version)
+    """Install confluent-kafka ``version`` into its own venv (idempotent).
+
+    1.x goes into a venv of a Python ``config.LEGACY_PYTHON`` interpreter;
+    SuiteError (one line, what to install) when none is found.
+    """
+    python = None
+    if needs_legacy_python(version) and not (venv_dir(KIND, version) / _MARKER).is_file():
+        python = find_python(config.LEGACY_PYTHON)
+    install_pypi_venv(KIND, PYPI_PACKAGE, version, python)
 
 
 def python_env() -> dict[str, str]:
