@@ -1,137 +1,144 @@
 """The reference consumer against a real broker: convergence, and every fault changing what it does.
 
-Each fault test asserts from what the broker stored (DescribeGroups: the
-member's JoinGroup metadata, exactly the bytes it sent) or from the
-histories, never from the fault flag, and runs the same scenario without the
-fault to show the observation is absent then.
-
-Until the wire-tap cluster (conformance.cluster.Cluster) lands, members talk
-to the broker's DIRECT listener; DescribeGroups stands in for the wire capture.
+One cluster (broker, toxiproxy, wire tap) serves the whole module; each test has
+its own topic and group, and reads back only its group's records. Members reach
+the broker through ``Cluster.bootstrap_for(member)``, so everything they send to
+the group coordinator is in the run's ``wire.jsonl``. Each fault is asserted
+from that wire capture or from the histories, never from the fault's flag, and
+each check is also applied to a member without the fault (in the same group or
+in the same scenario run without it) to show it fails there.
 """
 
 from __future__ import annotations
 
-import json
-import sys
+import math
 import time
 from pathlib import Path
 from typing import Callable
 
 import pytest
 
-from conformance.cluster.broker import Broker
+from conformance import config
+from conformance.cluster import Cluster
 from conformance.cluster.supervisor import Supervisor
 from conformance.members.harness_config import HarnessConfig
-from conformance.protocol import decode_subscription
-from conformance.protocol.userdata import classify_userdata
+from conformance.members.launch import MemberProcess, launch_member, log_tail
+from conformance.members.spec import MemberSpec
+from conformance.protocol import Subscription
+from conformance.protocol.userdata import classify_userdata, encode_cooperative_generation
+from conformance.reference import observe
 from conformance.reference.claims import from_topic_partitions
-from conformance.reference.connection import Connection, split_address
+from conformance.reference.faults import V4_TRAILING
+from conformance.rundir import RunDir
 
 pytestmark = pytest.mark.slow
 
 PARTITIONS = 6
-BOUND_S = 60.0  # generous bound on waiting for a group state; never asserted as a duration
+BOUND_S = 90.0  # generous bound on waiting for a group state (shared 2-core machine); never asserted
+SLOTS = 20      # member names are reused across tests: a name keeps its slot for the module
+REFERENCE = config.DEFAULT_CLIENT_VERSIONS["reference"]
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    run = tmp_path_factory.mktemp("reference-broker")
-    with Supervisor(run / "logs") as sup:
-        b = Broker("4.4.0", run, sup, [])
-        b.start()
-        yield b
-        b.stop()
+def cluster(tmp_path_factory):
+    run = RunDir(tmp_path_factory.mktemp("reference-cluster"))
+    for sub in (run.members_dir, run.logs):
+        sub.mkdir(parents=True, exist_ok=True)
+    with Supervisor(run.logs) as sup, Cluster(run, config.DEFAULT_BROKER, sup, slots=SLOTS) as c:
+        yield c
 
 
 class Group:
-    """A topic with records, a group id and reference members started on demand."""
+    """A topic with records, a group id, and reference members on their wire-tapped paths."""
 
-    def __init__(self, broker: Broker, tmp: Path, name: str) -> None:
+    def __init__(self, cluster: Cluster, tmp: Path, name: str, partitions: int = PARTITIONS) -> None:
         from kafka import KafkaProducer
-        from kafka.admin import KafkaAdminClient, NewTopic
 
-        self.broker, self.tmp, self.topic, self.group_id = broker, tmp, f"topic-{name}", f"group-{name}"
-        admin = KafkaAdminClient(bootstrap_servers=broker.direct_bootstrap)
-        admin.create_topics([NewTopic(self.topic, PARTITIONS, 1)])
-        admin.close()
-        self.producer = KafkaProducer(bootstrap_servers=broker.direct_bootstrap)
+        self.cluster, self.tmp, self.partitions = cluster, tmp, partitions
+        self.topic, self.group_id = f"topic-{name}", f"group-{name}"
+        cluster.create_topic(self.topic, partitions)
+        self.producer = KafkaProducer(bootstrap_servers=cluster.direct_bootstrap)
         self.produce(60)
-        self.sup = Supervisor(tmp / "logs")
-        self.procs: dict = {}
+        self.run = RunDir(tmp)
+        for sub in (self.run.members_dir, self.run.logs):
+            sub.mkdir(parents=True, exist_ok=True)
+        self.sup = Supervisor(self.run.logs)
+        self.procs: dict[str, MemberProcess] = {}
+        self.paused: set[str] = set()
 
     def produce(self, n: int) -> None:
         for i in range(n):
-            self.producer.send(self.topic, value=str(i).encode(), partition=i % PARTITIONS)
+            self.producer.send(self.topic, value=str(i).encode(), partition=i % self.partitions)
         self.producer.flush()
 
-    def start(self, name: str, faults: list[str] | None = None) -> None:
-        cfg = HarnessConfig(member=name, client="reference", client_version="0.1.0",
-                            bootstrap_servers=self.broker.direct_bootstrap, group_id=self.group_id,
-                            topics=[self.topic], history_path=str(self.history_path(name)),
-                            extra={"faults": faults or []})
-        path = cfg.write(self.tmp / "configs" / f"{name}.json")
-        self.procs[name] = self.sup.spawn(name, [sys.executable, "-m", "conformance.reference", str(path)],
-                                          log_name=name)
+    def start(self, name: str, faults: list[str] | None = None, **settings) -> MemberProcess:
+        spec = MemberSpec.parse("/".join(["reference", *(faults or [])]))
+        extra = settings.pop("extra", {})
+        cfg = HarnessConfig(member=name, client="reference", client_version=REFERENCE,
+                            bootstrap_servers=self.cluster.bootstrap_for(name), group_id=self.group_id,
+                            topics=[self.topic], history_path=str(self.run.history(name)),
+                            extra={"faults": list(faults or []), **extra}, **settings)
+        self.procs[name] = launch_member(spec, cfg, self.run, self.sup)
+        return self.procs[name]
 
-    def history_path(self, name: str) -> Path:
-        return self.tmp / "members" / f"{name}.jsonl"
-
+    # -- what happened
     def events(self, name: str) -> list[dict]:
-        path = self.history_path(name)
-        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+        return observe.read_jsonl(self.run.history(name))
 
     def owned(self, name: str) -> set[tuple[str, int]]:
         """What ``name``'s history says it owns now."""
-        owned: set[tuple[str, int]] = set()
-        for e in self.events(name):
-            if e["event"] == "assigned":
-                owned |= {tuple(tp) for tp in e["partitions"]}
-            elif e["event"] in ("revoked", "lost"):
-                owned -= {tuple(tp) for tp in e["partitions"]}
-            elif e["event"] == "stopped":
-                owned = set()
-        return owned
+        return observe.owned_at(self.events(name), math.inf)
+
+    def wire(self) -> list[dict]:
+        return observe.group_wire(self.cluster.run_dir.wire, self.group_id)
+
+    def joins(self, name: str) -> list[dict]:
+        return observe.select(self.wire(), "JoinGroup", "request", name)
+
+    # -- waiting
+    def poll(self, cond: Callable[[], bool], bound_s: float) -> bool:
+        """Wait up to ``bound_s`` for ``cond``; False when it did not hold (members checked alive)."""
+        deadline = time.monotonic() + bound_s
+        while True:
+            if cond():
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            for name, p in self.procs.items():
+                assert p.alive() or name in self.paused, \
+                    f"{name} exited {p.returncode}; log {p.log_path}:\n{log_tail(p.log_path)}"
+            time.sleep(0.2)
 
     def wait_for(self, what: str, cond: Callable[[], bool]) -> None:
-        deadline = time.monotonic() + BOUND_S
-        while time.monotonic() < deadline:
-            if cond():
-                return
-            for p in self.procs.values():
-                assert p.alive(), f"{p.name} exited {p.returncode}: {p.log_path.read_text()[-2000:]}"
-            time.sleep(0.3)
-        raise AssertionError(f"not reached in {BOUND_S}s: {what}; owned: "
-                             f"{ {n: sorted(self.owned(n)) for n in self.procs} }")
+        if not self.poll(cond, BOUND_S):
+            raise AssertionError(f"not reached in {BOUND_S}s: {what}; owned: "
+                                 f"{ {n: sorted(self.owned(n)) for n in self.procs} }")
 
     def converged(self, names: list[str]) -> bool:
         owned = [tp for n in names for tp in self.owned(n)]
-        return len(owned) == len(set(owned)) == PARTITIONS and all(self.owned(n) for n in names)
-
-    def describe(self) -> dict[str, dict]:
-        """member client id -> {metadata, assignment} as the broker stored them."""
-        from kafka.protocol.admin import DescribeGroupsRequest
-
-        conn = Connection(*split_address(self.broker.direct_bootstrap), client_id="test")
-        try:
-            resp = conn.request(DescribeGroupsRequest(groups=[self.group_id], include_authorized_operations=False))
-        finally:
-            conn.close()
-        (group,) = resp.groups
-        if group.group_state != "Stable":  # metadata is only shown for a stable group
-            return {}
-        return {m.client_id: {"metadata": bytes(m.member_metadata), "assignment": bytes(m.member_assignment)}
-                for m in group.members}
+        return len(owned) == len(set(owned)) == self.partitions and all(self.owned(n) for n in names)
 
     def stop(self) -> dict[str, int]:
+        for name in self.paused:
+            self.procs[name].resume()
         codes = {n: p.terminate(timeout=30) for n, p in self.procs.items()}
         self.sup.stop_all()
         self.producer.close()
         return codes
 
 
+def _group_name(request) -> str:
+    """A topic/group name unique per test and parameter (a short digest keeps it unique when cut)."""
+    import hashlib
+
+    full = request.node.name
+    readable = full.replace("[", "-").replace("]", "").replace("_", "-")[:40]
+    return f"{readable}-{hashlib.sha1(full.encode()).hexdigest()[:8]}"
+
+
 @pytest.fixture
-def group(broker, tmp_path, request):
-    g = Group(broker, tmp_path, request.node.name.replace("[", "-").replace("]", "").replace("_", "-")[:60])
+def group(cluster, tmp_path, request):
+    g = Group(cluster, tmp_path, _group_name(request))
     yield g
     g.stop()
 
@@ -148,60 +155,145 @@ def test_three_members_converge_with_every_partition_owned_once(group) -> None:
     assert codes == {"a": 0, "b": 0, "c": 0}
     for n in "abc":
         assert group.events(n)[-1]["event"] == "stopped"
+    wire = group.wire()
+    for n in "abc":  # everything went through the member's tap, and decodes
+        assert observe.select(wire, "SyncGroup", "response", n), f"no SyncGroup of {n} on the wire"
+        assert observe.select(wire, "LeaveGroup", "request", n), f"no LeaveGroup of {n} on the wire"
+    assert not [r for r in wire if "undecodable" in r]
 
 
-def _stable_metadata(group: Group, name: str, others: list[str]) -> bytes:
-    """Start ``others`` after ``name`` owns everything, so its last JoinGroup (the follow-up) declares what it owns."""
-    group.wait_for(f"{name} owns everything", lambda: len(group.owned(name)) == PARTITIONS)
-    for other in others:
-        group.start(other)
-    group.wait_for("group converged", lambda: group.converged([name, *others]))
-    group.wait_for("broker shows the member", lambda: name in group.describe())
-    return group.describe()[name]["metadata"]
+# ----------------------------------------------------------------------------------------------
+# Encoding faults: one group where each faulty member and a control member write their subscription
+# ----------------------------------------------------------------------------------------------
+
+RACK = "rack-a"
+#: member name -> (faults, configured subscription version)
+ENCODING_MEMBERS: dict[str, tuple[list[str], int]] = {
+    "ctl": ([], 3),
+    "cfg1": ([], 1),                              # configured v1, no fault: control of subscription-v3
+    "v0": (["subscription-v0"], 3),
+    "v1": (["subscription-v1"], 3),
+    "v2": (["subscription-v2"], 3),
+    "v3": (["subscription-v3"], 1),               # the fault overrides the configured v1
+    "v4": (["subscription-v4-trailing"], 3),
+    "ud-empty": (["userdata-empty"], 3),
+    "ud-null": (["userdata-null"], 3),
+    "ud-m1": (["userdata-minus-one"], 3),
+    "ud-garbage": (["userdata-garbage"], 3),
+}
+ENCODING_PARTITIONS = 16
 
 
-@pytest.mark.parametrize("fault", [None, "subscription-v0"])
-def test_subscription_v0_drops_owned_partitions_on_the_wire(group, fault) -> None:
-    group.start("f", [fault] if fault else [])
-    sub = decode_subscription(_stable_metadata(group, "f", ["o"]))
-    if fault:
-        assert sub.version == 0 and sub.owned_partitions == ()
-    else:
-        assert sub.version == 3 and set(from_topic_partitions(sub.owned_partitions)) == group.owned("f")
+class Seen:
+    """One member's JoinGroup of the triggered round, with what its history said at that moment."""
+
+    def __init__(self, sub: Subscription, owned: set, generation: int | None) -> None:
+        self.sub, self.owned, self.generation = sub, owned, generation
+
+    def __repr__(self) -> str:
+        return f"Seen({self.sub}, owned={sorted(self.owned)}, generation={self.generation})"
 
 
-@pytest.mark.parametrize("fault", [None, "subscription-v4-trailing"])
-def test_subscription_v4_trailing_bytes_on_the_wire(group, fault) -> None:
-    group.start("f", [fault] if fault else [])
-    sub = decode_subscription(_stable_metadata(group, "f", ["o"]))
-    assert (sub.version, bool(sub.trailing)) == ((4, True) if fault else (3, False))
+@pytest.fixture(scope="module")
+def encoding_run(cluster, tmp_path_factory) -> dict[str, Seen]:
+    """Every encoding-fault member in one group; after it settles a late member triggers one more round.
+
+    In that round every member joins while owning partitions at a known generation, so its
+    subscription must show (or, by its fault, not show) OwnedPartitions, GenerationId, RackId and
+    the cooperative userData of that moment.
+    """
+    g = Group(cluster, tmp_path_factory.mktemp("encoding"), "encoding", ENCODING_PARTITIONS)
+    try:
+        g.start("ctl", rack_id=RACK)
+        g.wait_for("ctl leads and owns everything", lambda: len(g.owned("ctl")) == ENCODING_PARTITIONS)
+        for name, (faults, version) in ENCODING_MEMBERS.items():
+            if name != "ctl":
+                g.start(name, faults, rack_id=RACK, extra={"subscription_version": version})
+        g.wait_for("every member owns something", lambda: all(g.owned(n) for n in ENCODING_MEMBERS))
+        g.start("late", rack_id=RACK)
+        g.wait_for("late has joined", lambda: bool(g.joins("late")))
+        trigger = g.joins("late")[0]["ts"]
+        g.wait_for("every member rejoined after late", lambda: all(
+            any(j["ts"] > trigger for j in g.joins(n)) for n in ENCODING_MEMBERS))
+        seen = {}
+        for name in ENCODING_MEMBERS:
+            join = next(j for j in g.joins(name) if j["ts"] > trigger)
+            events = g.events(name)
+            seen[name] = Seen(observe.join_subscription(join), observe.owned_at(events, join["ts"]),
+                              observe.generation_at(events, join["ts"]))
+        return seen
+    finally:
+        g.stop()
 
 
-@pytest.mark.parametrize("fault", [None, "userdata-garbage"])
-def test_userdata_garbage_is_an_unknown_format(group, fault) -> None:
-    group.start("f", [fault] if fault else [])
-    sub = decode_subscription(_stable_metadata(group, "f", ["o"]))
-    info = classify_userdata(sub.user_data, "cooperative-sticky")
-    assert info.format == ("unknown" if fault else "cooperative-generation")
+def _declares_truth(s: Seen) -> bool:
+    return bool(s.owned) and set(from_topic_partitions(s.sub.owned_partitions)) == s.owned
 
+
+#: fault member -> (check that holds for it, the member it must NOT hold for)
+ENCODING_CHECKS: dict[str, tuple[Callable[[Seen], bool], str]] = {
+    # v0: no OwnedPartitions although the member owned partitions when it joined
+    "v0": (lambda s: s.sub.version == 0 and s.sub.owned_partitions == () and bool(s.owned), "ctl"),
+    # v1: OwnedPartitions (the truth), no GenerationId (decodes to the default -1), no RackId
+    "v1": (lambda s: s.sub.version == 1 and _declares_truth(s) and s.sub.generation_id == -1
+           and s.generation is not None and s.generation >= 0 and s.sub.rack_id is None, "ctl"),
+    # v2: OwnedPartitions and GenerationId, but no RackId although one is configured
+    "v2": (lambda s: s.sub.version == 2 and _declares_truth(s) and s.sub.generation_id == s.generation
+           and s.sub.rack_id is None, "ctl"),
+    # v3 (configured v1): all three fields
+    "v3": (lambda s: s.sub.version == 3 and _declares_truth(s) and s.sub.generation_id == s.generation
+           and s.sub.rack_id == RACK, "cfg1"),
+    "v4": (lambda s: s.sub.version == 4 and s.sub.trailing == V4_TRAILING and _declares_truth(s)
+           and s.sub.rack_id == RACK, "ctl"),
+    "ud-empty": (lambda s: s.sub.user_data == b"", "ctl"),
+    "ud-null": (lambda s: s.sub.user_data is None, "ctl"),
+    # minus-one: ff ff ff ff although the member has a generation (GenerationId says which)
+    "ud-m1": (lambda s: s.sub.user_data == b"\xff\xff\xff\xff" and s.sub.generation_id >= 0, "ctl"),
+    "ud-garbage": (lambda s: classify_userdata(s.sub.user_data, "cooperative-sticky").format == "unknown", "ctl"),
+}
+
+
+@pytest.mark.parametrize("member", sorted(ENCODING_CHECKS))
+def test_encoding_fault_is_on_the_wire(encoding_run, member) -> None:
+    check, control = ENCODING_CHECKS[member]
+    assert check(encoding_run[member]), encoding_run[member]
+    assert not check(encoding_run[control]), encoding_run[control]
+
+
+def test_control_member_writes_javas_cooperative_subscription(encoding_run) -> None:
+    """Without faults: v3 (v1 when configured so) with the truth, and userData = int32 generation."""
+    def java_like(s: Seen) -> bool:
+        return (s.sub.version == 3 and _declares_truth(s) and s.sub.generation_id == s.generation
+                and s.sub.rack_id == RACK and s.sub.user_data == encode_cooperative_generation(s.generation))
+    assert java_like(encoding_run["ctl"]), encoding_run["ctl"]
+    cfg1 = encoding_run["cfg1"]
+    assert cfg1.sub.version == 1 and _declares_truth(cfg1), cfg1
+    for member in set(ENCODING_CHECKS) - {"v3"}:  # every other fault member breaks at least this rule
+        assert not java_like(encoding_run[member]), encoding_run[member]
+
+
+# ----------------------------------------------------------------------------------------------
+# Ownership faults
+# ----------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("fault", [None, "stale-owned-partitions"])
 def test_stale_owned_partitions_declares_more_than_it_owns(group, fault) -> None:
     group.start("f", [fault] if fault else [])
     group.wait_for("f owns everything", lambda: len(group.owned("f")) == PARTITIONS)
     group.start("o")
-
-    def declared() -> set:
-        meta = group.describe().get("f")
-        return set(from_topic_partitions(decode_subscription(meta["metadata"]).owned_partitions)) if meta else None
-
     if fault:
-        # After revoking for "o", f's follow-up JoinGroup still declares all six (E5 breaks).
-        group.wait_for("f revoked something", lambda: len(group.owned("f")) < PARTITIONS)
-        group.wait_for("f declares partitions it no longer owns", lambda: (declared() or set()) > group.owned("f"))
+        group.wait_for("f revoked something and rejoined", lambda: any(
+            j["ts"] > e["ts"] for e in group.events("f") if e["event"] == "revoked" for j in group.joins("f")))
     else:
         group.wait_for("group converged", lambda: group.converged(["f", "o"]))
-        group.wait_for("declared == owned", lambda: declared() == group.owned("f"))
+    events = group.events("f")
+    declared_vs_owned = [(set(from_topic_partitions(observe.join_subscription(j).owned_partitions)),
+                          observe.owned_at(events, j["ts"])) for j in group.joins("f")]
+    over = [(sorted(d), sorted(o)) for d, o in declared_vs_owned if d != o]
+    if fault:  # the follow-up JoinGroup still declares what f revoked (E5 breaks)
+        assert over and all(set(d) > set(o) for d, o in over), declared_vs_owned
+    else:
+        assert not over, declared_vs_owned
 
 
 def _assigned_in(group: Group, name: str, generation: int) -> set:
@@ -246,3 +338,59 @@ def test_skip_revoke_keeps_consuming_what_another_member_owns(group, fault) -> N
     else:
         assert not both
         assert not (consumed_by_f_late & group.owned("o"))
+
+
+#: How long the no-follow-up test lets the group sit after f revoked, before another member joins.
+QUIET_S = 5 * config.HEARTBEAT_INTERVAL_MS / 1000.0
+
+
+def _first_after(records: list[dict], ts: float) -> dict | None:
+    return next((r for r in records if r["ts"] > ts), None)
+
+
+@pytest.mark.parametrize("fault", [None, "no-follow-up-rejoin"])
+def test_no_follow_up_rejoin_leaves_withheld_partitions_until_another_rebalance(group, fault) -> None:
+    group.start("f", [fault] if fault else [])
+    group.wait_for("f leads and owns everything", lambda: len(group.owned("f")) == PARTITIONS)
+    group.start("o")
+    group.wait_for("f revoked for o", lambda: any(e["event"] == "revoked" for e in group.events("f")))
+    # Clean: the follow-up round hands o the withheld partitions at once. Faulty: nothing moves.
+    group.poll(lambda: bool(group.owned("o")), QUIET_S)
+    group.start("p")
+    group.wait_for("p has joined", lambda: bool(group.joins("p")))
+    group.wait_for("o owns something", lambda: bool(group.owned("o")))
+
+    revoked_ts = next(e["ts"] for e in group.events("f") if e["event"] == "revoked")
+    p_joined = group.joins("p")[0]["ts"]
+    f_rejoin = _first_after(group.joins("f"), revoked_ts)
+    o_gets = next(e["ts"] for e in group.events("o") if e["event"] == "assigned" and e["partitions"])
+    assert f_rejoin is not None  # p's rebalance makes f rejoin in any case
+    if fault:  # f never rejoined by itself: the withheld partitions waited for p's rebalance
+        assert f_rejoin["ts"] > p_joined and o_gets > p_joined, (revoked_ts, f_rejoin["ts"], p_joined, o_gets)
+    else:      # f's follow-up JoinGroup came first, and o had its partitions before p existed
+        assert f_rejoin["ts"] < p_joined and o_gets < p_joined, (revoked_ts, f_rejoin["ts"], p_joined, o_gets)
+
+
+@pytest.mark.parametrize("fault", [None, "slow-sync"])
+def test_slow_sync_is_overtaken_by_the_next_round(group, fault) -> None:
+    """o leads and owns everything; f joins. o's assignment revokes half, so o rejoins at once (follow-up).
+
+    A prompt f sends its SyncGroup before that follow-up JoinGroup; a slow-sync f sends it after,
+    and the broker answers REBALANCE_IN_PROGRESS.
+    """
+    group.start("o")
+    group.wait_for("o leads and owns everything", lambda: len(group.owned("o")) == PARTITIONS)
+    group.start("f", [fault] if fault else [])
+    group.wait_for("group converged", lambda: group.converged(["o", "f"]))
+
+    wire = group.wire()
+    first_join = next(r for r in observe.select(wire, "JoinGroup", "response", "f") if r["error_code"] == 0)
+    generation = first_join["generation"]
+    sync = next(r for r in observe.select(wire, "SyncGroup", "request", "f") if r["generation"] == generation)
+    answer = observe.response_to(wire, sync)
+    o_next = _first_after(observe.select(wire, "JoinGroup", "request", "o"), first_join["ts"])
+    assert answer is not None and o_next is not None, (sync, answer, o_next)
+    if fault:
+        assert sync["ts"] > o_next["ts"] and answer["error_code"] == 27, (sync, answer, o_next)
+    else:
+        assert sync["ts"] < o_next["ts"] and answer["error_code"] == 0, (sync, answer, o_next)

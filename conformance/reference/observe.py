@@ -1,0 +1,116 @@
+"""Reading back what members did: the wire capture and the histories of one group.
+
+Used by the reference consumer's real-broker tests and its rebalance bench to
+assert from what crossed the wire (``wire.jsonl``, contract section 4) and what
+the members recorded (``members/<name>.jsonl``), never from a fault's flag.
+
+Guarantees: every function is a pure function of the records it is given
+(readers aside); a line that is not a JSON object (a line being written while
+the file is read) is skipped, never raised; requests and responses are paired
+by ``(member, connection, correlation_id)``, the tap's own key.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from conformance.protocol import Assignment, Subscription, decode_assignment, decode_subscription
+
+TP = tuple[str, int]
+Record = dict[str, Any]
+
+
+def read_jsonl(path: Path) -> list[Record]:
+    """Every complete JSON object line of ``path`` ([] when it does not exist yet)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    out: list[Record] = []
+    for line in text.splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out
+
+
+def group_wire(path: Path, group_id: str) -> list[Record]:
+    """The wire records of ``group_id`` (requests, and responses through their request), in file order."""
+    return [r for r in read_jsonl(path) if r.get("group_id") == group_id]
+
+
+def select(records: Iterable[Record], api: str, direction: str = "request", member: str | None = None) -> list[Record]:
+    """Records of one API and direction, optionally of one member, in file order."""
+    return [r for r in records if r.get("api") == api and r.get("direction") == direction
+            and (member is None or r.get("member") == member)]
+
+
+def response_to(records: list[Record], request: Record) -> Record | None:
+    """The response the tap paired with ``request`` (same member, connection and correlation id)."""
+    key = (request.get("member"), request.get("connection"), request.get("correlation_id"))
+    seen = False
+    for r in records:
+        if r is request:
+            seen = True
+            continue
+        if seen and r.get("direction") == "response" and \
+                (r.get("member"), r.get("connection"), r.get("correlation_id")) == key:
+            return r
+    return None
+
+
+def join_metadata(request: Record, protocol: str = "cooperative-sticky") -> bytes:
+    """The subscription bytes a JoinGroup request carried for ``protocol``; KeyError naming what it had."""
+    for p in request.get("protocols") or []:
+        if p.get("name") == protocol:
+            return bytes.fromhex(p.get("metadata") or "")
+    raise KeyError(f"JoinGroup request of {request.get('member')} has no {protocol!r} protocol: "
+                   f"{[p.get('name') for p in request.get('protocols') or []]}")
+
+
+def join_subscription(request: Record, protocol: str = "cooperative-sticky") -> Subscription:
+    """The decoded subscription of a JoinGroup request (DecodeError if it does not decode strictly)."""
+    return decode_subscription(join_metadata(request, protocol))
+
+
+def sync_assignment(response: Record) -> Assignment:
+    """The decoded assignment of a SyncGroup response."""
+    return decode_assignment(bytes.fromhex(response.get("assignment") or ""))
+
+
+def owned_at(events: list[Record], ts: float) -> set[TP]:
+    """What a history says its member owned at ``ts`` (events with ``ts`` <= the given time)."""
+    owned: set[TP] = set()
+    for e in events:
+        if e.get("ts", 0) > ts:
+            break
+        kind = e.get("event")
+        if kind == "assigned":
+            owned |= {(t, p) for t, p in e.get("partitions") or []}
+        elif kind in ("revoked", "lost"):
+            owned -= {(t, p) for t, p in e.get("partitions") or []}
+        elif kind in ("stopped", "started"):
+            owned = set()
+    return owned
+
+
+def generation_at(events: list[Record], ts: float) -> int | None:
+    """The generation of the last event at or before ``ts`` that names one (None if none does)."""
+    generation = None
+    for e in events:
+        if e.get("ts", 0) > ts:
+            break
+        if e.get("generation") is not None:
+            generation = e["generation"]
+    return generation
+
+
+def in_window(records: Iterable[Record], start_ts: float, end_ts: float) -> list[Record]:
+    """Records with ``start_ts < ts < end_ts``."""
+    return [r for r in records if start_ts < r.get("ts", 0) < end_ts]
