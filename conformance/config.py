@@ -182,6 +182,13 @@ LEGACY_PYTHON: str = "3.10"
 #: (a pyenv shim for a version that is not activated does not), then
 #: ``$PYENV_ROOT/versions/3.10.*/bin/python3.10``, newest patch release first.
 PYENV_ROOT: Path = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+#: Real-broker harness tests (tests/test_harness_*.py): short group timing so that a killed or
+#: paused member is expired quickly (the broker here allows sessions from 1 s), a session long
+#: enough for a static member's restart (JVM start included), and the bound on any single wait.
+HARNESS_TEST_SESSION_TIMEOUT_MS: int = 6_000
+HARNESS_TEST_HEARTBEAT_INTERVAL_MS: int = 1_000
+HARNESS_TEST_STATIC_SESSION_TIMEOUT_MS: int = 30_000
+HARNESS_TEST_WAIT_S: float = 90.0
 
 # ---------------------------------------------------------------------------
 # Golden vectors (area: golden byte vectors made by the real client libraries;
@@ -227,3 +234,5 @@ REFERENCE_SLOW_SYNC_DELAY_MS: int = 3_000
 BALANCED_ASSIGNORS: tuple[str, ...] = ("cooperative-sticky", "sticky", "roundrobin")
 #: Driver threads submitting independent Spark jobs (writes, checks) at once.
 PIPELINE_THREADS: int = int(os.environ.get("CONFORMANCE_PIPELINE_THREADS", "4"))
+#: Serve all checks' collects with one Spark action per round (conformance.pipeline.batch).
+PIPELINE_BATCH_COLLECTS: bool = os.environ.get("CONFORMANCE_PIPELINE_BATCH", "1") != "0"

@@ -109,6 +109,74 @@ def wait_for(predicate: Callable[[], bool], timeout: float, what: str, interval:
     raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
+def incarnations(events: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The history split at each ``started`` event (one list per process incarnation)."""
+    out: list[list[dict[str, Any]]] = []
+    for e in events:
+        if e["event"] == "started" or not out:
+            out.append([])
+        out[-1].append(e)
+    return out
+
+
+def ownership_problems(owned: dict[str, set[tuple[str, int]]], everything: set[tuple[str, int]]) -> list[str]:
+    """Why ``owned`` (member -> partitions) is not "every partition owned exactly once" ([] when it is)."""
+    problems = []
+    seen: dict[tuple[str, int], str] = {}
+    for member, tps in sorted(owned.items()):
+        for tp in sorted(tps):
+            if tp in seen:
+                problems.append(f"{tp} owned by both {seen[tp]} and {member}")
+            seen[tp] = member
+    if set(seen) - everything:
+        problems.append(f"owned but not in the topic: {sorted(set(seen) - everything)}")
+    if everything - set(seen):
+        problems.append(f"owned by nobody: {sorted(everything - set(seen))}")
+    return problems
+
+
+# -- the wire capture (contract section 4) ---------------------------------
+
+def wire_records(path: Path) -> list[dict[str, Any]]:
+    """Every record of a run's wire.jsonl (a line being written at the end is skipped)."""
+    out = []
+    if not path.exists():
+        return out
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
+
+
+def requests(records: list[dict[str, Any]], api: str, member: str, after_ts: float = 0.0) -> list[dict[str, Any]]:
+    """``api`` requests that crossed ``member``'s tap at or after ``after_ts``."""
+    return [r for r in records if r.get("api") == api and r.get("direction") == "request"
+            and r.get("member") == member and r.get("ts", 0) >= after_ts]
+
+
+def last_assignment_generation(records: list[dict[str, Any]], member: str) -> int | None:
+    """Generation of the last successful SyncGroup response ``member`` received (None if none)."""
+    gens = [r["generation"] for r in records if r.get("api") == "SyncGroup" and r.get("direction") == "response"
+            and r.get("member") == member and r.get("error_code") == 0 and isinstance(r.get("generation"), int)]
+    return gens[-1] if gens else None
+
+
+def assigned_after_generation(records: list[dict[str, Any]], member: str, generation: int) -> set[tuple[str, int]]:
+    """Partitions in ``member``'s successful SyncGroup responses of generations above ``generation``."""
+    from conformance.protocol import decode_assignment
+
+    out: set[tuple[str, int]] = set()
+    for r in records:
+        if (r.get("api") == "SyncGroup" and r.get("direction") == "response" and r.get("member") == member
+                and r.get("error_code") == 0 and isinstance(r.get("generation"), int)
+                and r["generation"] > generation and r.get("assignment")):
+            for tps in decode_assignment(bytes.fromhex(r["assignment"])).assigned_partitions:
+                out.update((tps.topic, p) for p in tps.partitions)
+    return out
+
+
 # ---------------------------------------------------------------------------
 # The helpers on hand-written histories
 # ---------------------------------------------------------------------------
@@ -161,3 +229,41 @@ def test_malformed_history_line_is_reported(tmp_path: Path) -> None:
         load_history(path)
     path.write_text("".join(json.dumps(e) + "\n" for e in CLEAN))
     assert len(load_history(path)) == len(CLEAN)
+
+
+def test_ownership_exactly_once_is_checked() -> None:
+    everything = {("t", 0), ("t", 1), ("t", 2)}
+    assert ownership_problems({"a": {("t", 0)}, "b": {("t", 1), ("t", 2)}}, everything) == []
+    assert ownership_problems({"a": {("t", 0), ("t", 1)}, "b": {("t", 1), ("t", 2)}}, everything) == [
+        "('t', 1) owned by both a and b"]
+    assert ownership_problems({"a": {("t", 0)}}, everything) == ["owned by nobody: [('t', 1), ('t', 2)]"]
+
+
+def test_incarnations_split_at_started() -> None:
+    assert [len(i) for i in incarnations(CLEAN + CLEAN[:2])] == [len(CLEAN), 2]
+
+
+# Story: m1 was assigned t-0 and t-1 in generation 1 and was then killed; m2 got t-1 in generation 1
+# and, after m1's session expired, everything in generation 2. A LeaveGroup from m2 only.
+def _sync(member: str, generation: int, partitions: list[int], error: int = 0) -> dict[str, Any]:
+    from conformance.protocol import Assignment, TopicPartitions, encode_assignment
+
+    blob = encode_assignment(Assignment(version=0, assigned_partitions=(TopicPartitions("t", tuple(partitions)),)))
+    return {"ts": float(generation), "member": member, "api": "SyncGroup", "direction": "response",
+            "generation": generation, "error_code": error, "assignment": blob.hex()}
+
+
+WIRE = [
+    _sync("m1", 1, [0]), _sync("m2", 1, [1]),
+    _sync("m2", 2, [0, 1]), _sync("m2", 3, [1], error=27),
+    {"ts": 9.0, "member": "m2", "api": "LeaveGroup", "direction": "request", "members": []},
+]
+
+
+def test_wire_helpers_find_the_later_generation_and_the_leave() -> None:
+    assert last_assignment_generation(WIRE, "m1") == 1
+    assert assigned_after_generation(WIRE, "m2", 1) == {("t", 0), ("t", 1)}
+    assert assigned_after_generation(WIRE, "m2", 2) == set()  # generation 3 failed (error 27)
+    assert not assigned_after_generation(WIRE[:2], "m2", 1)  # no later generation: the check fails
+    assert requests(WIRE, "LeaveGroup", "m2") and not requests(WIRE, "LeaveGroup", "m1")
+    assert not requests(WIRE, "LeaveGroup", "m2", after_ts=10.0)
