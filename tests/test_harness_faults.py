@@ -15,7 +15,8 @@ Stories (each waits for conditions with bounded deadlines; nothing is timed):
   owned exactly once; every history validates against conformance.history.
 - Static membership (Java and librdkafka): a static member killed and restarted
   within the session timeout gets its partitions back while its peer sends no
-  JoinGroup and is revoked, assigned or loses nothing.
+  JoinGroup and is revoked, assigned or loses nothing. The same check catches
+  the violating story: a dynamic member's restart makes the peer rejoin.
 - Pause (Java and librdkafka): SIGSTOP past the session timeout hands the
   paused member's partitions to its peer; after SIGCONT the paused member loses
   (or revokes) its old partitions before anything is assigned again, and the
@@ -252,10 +253,34 @@ def test_static_member_restarted_within_session_timeout_moves_nothing(envt: Env,
              f"{static.name} to get {sorted(held)} back after its restart")
     rejoins = requests(env.wire(), "JoinGroup", static.name, restart_ts)
     assert rejoins and all(r.get("group_instance_id") == f"{tag}-instance" for r in rejoins), rejoins
-    assert not requests(env.wire(), "JoinGroup", peer.name, restart_ts), f"{peer.name} rejoined: a rebalance"
-    moved = [e for e in env.history(peer.name)[peer_events:] if e["event"] in ("assigned", "revoked", "lost")]
-    assert not moved, f"{peer.name} saw partitions move during the static restart: {moved}"
+    assert peer_disturbance(env, peer.name, restart_ts, peer_events) == []
     assert env.owned(peer.name) == peer_held
+
+
+def peer_disturbance(env: Env, peer: str, since_ts: float, since_event: int) -> list[str]:
+    """How ``peer`` was disturbed since a restart: its JoinGroup requests, its partition moves ([] if none)."""
+    problems = [f"{peer} sent JoinGroup (generation {r.get('generation')}): a rebalance"
+                for r in requests(env.wire(), "JoinGroup", peer, since_ts)]
+    problems += [f"{peer} {e['event']} {e['partitions']}" for e in env.history(peer)[since_event:]
+                 if e["event"] in ("assigned", "revoked", "lost")]
+    return problems
+
+
+def test_dynamic_member_restart_disturbs_the_peer(envt: Env) -> None:
+    """The static test's check on a violating story: without group.instance.id a restart rebalances."""
+    env = envt
+    tag = "dynamic-librdkafka"
+    everything = env.topic(tag)
+    peer = env.start(f"{tag}-peer", "librdkafka", "2.16.1", tag, f"g-{tag}", ["cooperative-sticky"], **FAST)
+    wait_for(lambda: env.owned(peer.name) == everything, WAIT, f"{peer.name} to own everything")
+    member = env.start(f"{tag}-d", "librdkafka", "2.16.1", tag, f"g-{tag}", ["cooperative-sticky"], **FAST)
+    wait_for(lambda: converged(env, [member.name, peer.name], everything), WAIT, "the two members to share")
+    peer_events = len(env.history(peer.name))
+    restart_ts = max(r["ts"] for r in env.wire())
+    member.restart(kill=True)
+    member.wait_ready(WAIT)
+    wait_for(lambda: peer_disturbance(env, peer.name, restart_ts, peer_events), WAIT,
+             f"{peer.name} to rejoin after a dynamic member's restart")
 
 
 @pytest.mark.parametrize("kind,version", SETTING_KINDS, ids=[k for k, _ in SETTING_KINDS])
