@@ -108,3 +108,18 @@ def test_librdkafka_1x_venv_runs_python_3_10_and_is_reused() -> None:
                           "import sys, confluent_kafka; print(sys.version_info[:2], confluent_kafka.version()[0])"],
                          capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "(3, 10) 1.9.2", out.stderr
+
+
+@pytest.mark.slow
+def test_librdkafka_harness_and_its_imports_load_on_the_legacy_python() -> None:
+    """The harness and every conformance module it imports stay 3.10-compatible (no 3.11-only syntax/APIs)."""
+    librdkafka.ensure("1.9.2")
+    code = ("import importlib.util, sys\n"
+            f"spec = importlib.util.spec_from_file_location('harness', {str(librdkafka.HARNESS)!r})\n"
+            "mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)\n"
+            "print(sys.version_info[:2], sorted(m for m in sys.modules if m.startswith('conformance')))\n")
+    argv, env = librdkafka.command("1.9.2", Path("unused.json"))
+    proc = subprocess.run([argv[0], "-c", code], env={**env, "PATH": "/usr/bin:/bin"}, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith("(3, 10)") and "conformance.members.harness_main" in proc.stdout
