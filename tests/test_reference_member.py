@@ -51,14 +51,16 @@ def cluster(tmp_path_factory):
 class Group:
     """A topic with records, a group id, and reference members on their wire-tapped paths."""
 
-    def __init__(self, cluster: Cluster, tmp: Path, name: str, partitions: int = PARTITIONS) -> None:
+    def __init__(self, cluster: Cluster, tmp: Path, name: str, partitions: int = PARTITIONS,
+                 records: int = 60) -> None:
         from kafka import KafkaProducer
 
         self.cluster, self.tmp, self.partitions = cluster, tmp, partitions
         self.topic, self.group_id = f"topic-{name}", f"group-{name}"
         cluster.create_topic(self.topic, partitions)
-        self.producer = KafkaProducer(bootstrap_servers=cluster.direct_bootstrap)
-        self.produce(60)
+        # linger: a burst lands as one batch per partition, so one Fetch returns all of it
+        self.producer = KafkaProducer(bootstrap_servers=cluster.direct_bootstrap, linger_ms=100)
+        self.produce(records)
         self.run = RunDir(tmp)
         for sub in (self.run.members_dir, self.run.logs):
             sub.mkdir(parents=True, exist_ok=True)
@@ -394,3 +396,71 @@ def test_slow_sync_is_overtaken_by_the_next_round(group, fault) -> None:
         assert sync["ts"] > o_next["ts"] and answer["error_code"] == 27, (sync, answer, o_next)
     else:
         assert sync["ts"] < o_next["ts"] and answer["error_code"] == 0, (sync, answer, o_next)
+
+
+# ----------------------------------------------------------------------------------------------
+# Heartbeats around a join, as Java's AbstractCoordinator does them
+# ----------------------------------------------------------------------------------------------
+
+def _rec(ts: float, api: str, direction: str, correlation: int, **fields) -> dict:
+    return {"ts": ts, "member": "a", "api": api, "direction": direction, "connection": 1 if api != "Heartbeat" else 2,
+            "correlation_id": correlation, "group_id": "g", "error_code": 0 if direction == "response" else None,
+            **fields}
+
+
+def _story(heartbeats: list[tuple[float, int]]) -> list[dict]:
+    """A JoinGroup (t=10..20, generation 5), SyncGroup (t=20..30), and the given (ts, generation) heartbeats."""
+    records = [_rec(10, "JoinGroup", "request", 1), _rec(20, "JoinGroup", "response", 1, generation=5),
+               _rec(29, "SyncGroup", "request", 2, generation=5), _rec(30, "SyncGroup", "response", 2, generation=5)]
+    records += [_rec(ts, "Heartbeat", "request", 100 + i, generation=g) for i, (ts, g) in enumerate(heartbeats)]
+    return sorted(records, key=lambda r: r["ts"])
+
+
+def test_heartbeat_window_checks_tell_java_behaviour_from_violations() -> None:
+    java_like = _story([(5, 4), (22, 5), (25, 5), (31, 5)])
+    (_, during_join), = observe.heartbeats_while_joining(java_like, "a")
+    (_, _, during_sync), = observe.heartbeats_while_syncing(java_like, "a")
+    assert during_join == [] and [h["ts"] for h in during_sync] == [22, 25]
+    beats_while_joining = _story([(12, 4), (15, 4), (18, 4), (22, 5)])
+    assert len(observe.heartbeats_while_joining(beats_while_joining, "a")[0][1]) == 3
+    silent_while_syncing = _story([(5, 4), (31, 5)])
+    assert observe.heartbeats_while_syncing(silent_while_syncing, "a")[0][2] == []
+    old_generation = _story([(22, 4)])  # a heartbeat of the old generation is not one of the new round's
+    assert observe.heartbeats_while_syncing(old_generation, "a")[0][2] == []
+
+
+def test_heartbeats_stop_while_joining_and_go_on_while_syncing(cluster, tmp_path, request) -> None:
+    """a (slow-sync, 500 ms heartbeats) and s are stable; s gets a slow backlog; c joins.
+
+    s does not rejoin while it processes, so a's JoinGroup waits for the rebalance timeout:
+    a must send no Heartbeat meanwhile (at most one recorded just after its JoinGroup), as
+    Java's disabled heartbeat thread does. Then a holds its SyncGroup back (slow-sync): Java
+    keeps heartbeating with the new generation then, and so must a.
+    """
+    timing = {"max_poll_interval_ms": 6000}  # the broker waits this long for s
+    g = Group(cluster, tmp_path, _group_name(request), records=0)
+    try:
+        g.start("s", processing_delay_ms=1500, **timing)
+        g.wait_for("s owns everything", lambda: len(g.owned("s")) == PARTITIONS)
+        g.start("a", ["slow-sync"], heartbeat_interval_ms=500, **timing)
+        g.wait_for("a and s converged", lambda: g.converged(["s", "a"]))
+        g.produce(60)  # s now processes its records for a long time and does not rejoin
+        g.start("c", **timing)
+        g.wait_for("c has joined", lambda: bool(g.joins("c")))
+        g.wait_for("c owns something", lambda: bool(g.owned("c")))
+    finally:
+        g.paused.clear()
+        g.stop()
+    wire = g.wire()
+    c_joined = g.joins("c")[0]["ts"]
+    joining = [(j, hbs) for j, hbs in observe.heartbeats_while_joining(wire, "a") if j["ts"] > c_joined]
+    assert joining, "a answered no JoinGroup after c joined"
+    join, during = joining[0]
+    answer = observe.response_to(wire, join)
+    # The window is long because s never rejoined in it (the broker waited its rebalance timeout).
+    assert not observe.in_window(observe.select(wire, "JoinGroup", "request", "s"), join["ts"], answer["ts"])
+    assert len(during) <= 1, [(h["ts"], h["generation"]) for h in during]
+    syncing = observe.heartbeats_while_syncing(wire, "a")
+    assert syncing, "no SyncGroup of a on the wire"
+    for join_answer, sync, beats in syncing:
+        assert beats, f"a sent no Heartbeat of generation {sync['generation']} while its SyncGroup was pending"

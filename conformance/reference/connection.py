@@ -15,7 +15,7 @@ from __future__ import annotations
 import socket
 import struct
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
@@ -53,6 +53,11 @@ class Connection:
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
+
+    @property
+    def connected(self) -> bool:
+        """Whether a socket is open (a request would not have to connect first)."""
+        return self._sock is not None
 
     def close(self) -> None:
         sock, self._sock = self._sock, None
@@ -105,7 +110,8 @@ class Connection:
             n -= len(chunk)
         return b"".join(chunks)
 
-    def _roundtrip(self, request_class: Any, version: int, req: Any, timeout_s: float) -> Any:
+    def _roundtrip(self, request_class: Any, version: int, req: Any, timeout_s: float,
+                   on_sent: Callable[[], None] | None = None) -> Any:
         assert self._sock is not None
         self._correlation = (self._correlation + 1) & 0x7FFFFFFF
         corr = self._correlation
@@ -114,6 +120,8 @@ class Connection:
             data = req.encode(version=version, header=True, framed=True)
             self._sock.settimeout(timeout_s)
             self._sock.sendall(data)
+            if on_sent is not None:
+                on_sent()
             (size,) = struct.unpack(">i", self._recv_exact(4))
             payload = self._recv_exact(size)
         except (OSError, socket.timeout) as exc:
@@ -131,14 +139,19 @@ class Connection:
             raise ConnectionLost(f"{request_class.__name__} to {self.address}: correlation id {got} != {corr}")
         return resp
 
-    def request(self, req: Any, timeout_s: float | None = None) -> Any:
-        """Send ``req`` (an unversioned kafka-python request object) and return the decoded response."""
+    def request(self, req: Any, timeout_s: float | None = None, on_sent: Callable[[], None] | None = None) -> Any:
+        """Send ``req`` (an unversioned kafka-python request object) and return the decoded response.
+
+        ``on_sent`` is called once the whole request has been handed to the socket (not if
+        sending fails): the heartbeat thread uses it to hold its state lock exactly until its
+        request is out.
+        """
         with self._lock:
             if self._sock is None:
                 self._connect()
             request_class = type(req)
             version = self._pick(request_class)
-            return self._roundtrip(request_class, version, req, timeout_s or self.timeout_s)
+            return self._roundtrip(request_class, version, req, timeout_s or self.timeout_s, on_sent)
 
 
 def split_address(address: str) -> tuple[str, int]:

@@ -10,8 +10,19 @@ Threads and who owns what
   handshake), the leader's assignment and SyncGroup on its own connection and
   hands a :class:`JoinResult` back; in cooperative mode the main thread keeps
   consuming its partitions meanwhile.
-- The **heartbeat thread** heartbeats while the member is stable and only
-  raises flags (rejoin needed / fenced) for the main thread.
+- The **heartbeat thread** heartbeats and only raises flags (rejoin needed /
+  fenced) for the main thread. It follows Java's AbstractCoordinator
+  (HeartbeatThread enabled on the JoinGroup response, disabled while
+  ``state.hasNotJoinedGroup()``): it heartbeats while the member is stable
+  (including after a REBALANCE_IN_PROGRESS until the rejoin starts) and while a
+  SyncGroup is pending (COMPLETING_REBALANCE: from the JoinGroup response,
+  with the new generation, ignoring REBALANCE_IN_PROGRESS), but never while a
+  JoinGroup is in flight (PREPARING_REBALANCE). A lock held from the state
+  check until the Heartbeat is on the socket makes that exact: once a JoinGroup
+  is started, no Heartbeat is sent until its response (except one whose
+  connection had to be re-established first: connecting is not done under the
+  lock). Heartbeats have their own coordinator connection, so a slow commit
+  never delays them and they never delay a rejoin.
 
 Protocol (Java's rule): the member is cooperative when every configured
 strategy supports cooperative rebalancing (only ``cooperative-sticky`` does),
@@ -146,6 +157,7 @@ class ReferenceMember:
         self.bootstrap = Connection(host, port, cfg.client_id, timeout)
         self.coord: Connection | None = None       # heartbeat, commit, offset fetch, leave
         self.join_conn: Connection | None = None   # join worker only
+        self.hb_conn: Connection | None = None     # heartbeat thread only
         self.data = Connection(host, port, cfg.client_id, timeout)  # metadata, list offsets, fetch
 
         self.member_id = ""
@@ -161,6 +173,10 @@ class ReferenceMember:
 
         self.stop_event = threading.Event()
         self._flag_lock = threading.Lock()
+        # Heartbeat state: _hb_lock is held from the heartbeat thread's state check until its
+        # request is sent, and by whoever changes the state below (see the module docstring).
+        self._hb_lock = threading.Lock()
+        self._completing: tuple[int, str] | None = None  # (generation, member id) while SyncGroup is pending
         self.rejoin_reason: str | None = "initial join"
         self.fenced_reason: tuple[int, str] | None = None
         self.join_future: concurrent.futures.Future[JoinResult] | None = None
@@ -218,11 +234,12 @@ class ReferenceMember:
                 continue
             timeout = config.REFERENCE_REQUEST_TIMEOUT_MS / 1000.0
             if self.coord is None or self.coord.address != f"{resp.host}:{resp.port}":
-                for conn in (self.coord, self.join_conn):
+                for conn in (self.coord, self.join_conn, self.hb_conn):
                     if conn is not None:
                         conn.close()
                 self.coord = Connection(resp.host, resp.port, self.cfg.client_id, timeout)
                 self.join_conn = Connection(resp.host, resp.port, self.cfg.client_id, timeout)
+                self.hb_conn = Connection(resp.host, resp.port, self.cfg.client_id, timeout)
             return
 
     # ------------------------------------------------------------ subscription
@@ -272,6 +289,17 @@ class ReferenceMember:
             break
         else:
             return JoinResult(member_id=member_id, error=MEMBER_ID_REQUIRED, stage="JoinGroup")
+        member_id, generation, protocol = resp.member_id, resp.generation_id, resp.protocol_name
+        with self._hb_lock:  # COMPLETING_REBALANCE: heartbeat with the new generation until SyncGroup answers
+            self._completing = (generation, member_id)
+        try:
+            return self._complete_round(conn, resp, timeout_s)
+        finally:
+            with self._hb_lock:
+                self._completing = None
+
+    def _complete_round(self, conn: Connection, resp, timeout_s: float) -> JoinResult:
+        """After a successful JoinGroup: the leader's assignment, then SyncGroup. Runs in the join worker."""
         member_id, generation, protocol = resp.member_id, resp.generation_id, resp.protocol_name
         result = JoinResult(member_id=member_id, generation=generation, protocol=protocol, leader=resp.leader)
         assignments: list = []
@@ -347,7 +375,8 @@ class ReferenceMember:
         protocols = [(s, encode_subscription(self.subscription(s))) for s in self.cfg.assignment_strategies]
         self.log(f"joining (member_id={self.member_id!r}, generation={self.generation}, "
                  f"owned={sorted(self.owned)}): {reason}")
-        self.join_future = self.executor.submit(self._join_round, protocols, self.member_id, reason)
+        with self._hb_lock:  # PREPARING_REBALANCE from here: no Heartbeat passes the check any more
+            self.join_future = self.executor.submit(self._join_round, protocols, self.member_id, reason)
 
     def lose_everything(self, code: int, reason: str) -> None:
         """Constraint 3: partitions lost, state reset."""
@@ -608,30 +637,69 @@ class ReferenceMember:
 
     # ------------------------------------------------------------ heartbeat
 
-    def heartbeat_loop(self) -> None:
-        interval = self.cfg.heartbeat_interval_ms / 1000.0
-        while not self.stop_event.wait(interval):
-            if not self.stable or self.coord is None:
-                continue
-            generation, member_id = self.generation, self.member_id
+    def _heartbeat_target(self) -> tuple[int, str, bool] | None:
+        """``(generation, member id, completing)`` to heartbeat with now, or None (Java's thread disabled)."""
+        if self.hb_conn is None or self.stop_event.is_set():
+            return None
+        if self._completing is not None:
+            return (*self._completing, True)
+        if self.stable:
+            return (self.generation, self.member_id, False)
+        return None
+
+    def heartbeat_once(self) -> None:
+        """One heartbeat if the state calls for one (see the module docstring); reacts to its answer."""
+        lock = self._hb_lock
+        lock.acquire()
+        held = [True]
+
+        def release() -> None:
+            if held[0]:
+                held[0] = False
+                lock.release()
+
+        try:
+            target = self._heartbeat_target()
+            if target is None:
+                return
+            generation, member_id, completing = target
+            conn = self.hb_conn
+            assert conn is not None
+            if not conn.connected:
+                # Connecting may take up to the request timeout: not under the lock, so a rejoin
+                # is never held up by it (a heartbeat right after a reconnect may then overlap
+                # a JoinGroup that started meanwhile).
+                release()
             req = HeartbeatRequest(group_id=self.cfg.group_id, generation_id=generation, member_id=member_id,
                                    group_instance_id=self.cfg.group_instance_id)
             try:
-                resp = self.coord.request(req, self.cfg.session_timeout_ms / 1000.0)
+                resp = conn.request(req, self.cfg.session_timeout_ms / 1000.0, on_sent=release)
             except ConnectionLost as exc:
                 self.error(f"Heartbeat: {exc}")
-                continue
-            code = resp.error_code
-            if code == NONE:
-                continue
-            if code == REBALANCE_IN_PROGRESS:
-                self.request_rejoin("REBALANCE_IN_PROGRESS on Heartbeat")
-            elif code in FENCING:
-                self._fenced(code, "Heartbeat", generation)
-            elif code in COORDINATOR_MOVED:
-                self.log(f"Heartbeat: {error_name(code)}")
-            else:
-                self.error(f"Heartbeat: {error_name(code)}")
+                return
+        finally:
+            release()
+        code = resp.error_code
+        if code == NONE:
+            return
+        if completing:
+            # Java ignores REBALANCE_IN_PROGRESS outside STABLE; a fencing error also fails the
+            # pending SyncGroup, whose answer the join worker acts on.
+            if code != REBALANCE_IN_PROGRESS:
+                self.log(f"Heartbeat while SyncGroup is pending (generation {generation}): {error_name(code)}")
+        elif code == REBALANCE_IN_PROGRESS:
+            self.request_rejoin("REBALANCE_IN_PROGRESS on Heartbeat")
+        elif code in FENCING:
+            self._fenced(code, "Heartbeat", generation)
+        elif code in COORDINATOR_MOVED:
+            self.log(f"Heartbeat: {error_name(code)}")
+        else:
+            self.error(f"Heartbeat: {error_name(code)}")
+
+    def heartbeat_loop(self) -> None:
+        interval = self.cfg.heartbeat_interval_ms / 1000.0
+        while not self.stop_event.wait(interval):
+            self.heartbeat_once()
 
     # ------------------------------------------------------------ lifecycle
 

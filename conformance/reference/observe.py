@@ -114,3 +114,41 @@ def generation_at(events: list[Record], ts: float) -> int | None:
 def in_window(records: Iterable[Record], start_ts: float, end_ts: float) -> list[Record]:
     """Records with ``start_ts < ts < end_ts``."""
     return [r for r in records if start_ts < r.get("ts", 0) < end_ts]
+
+
+def heartbeats_while_joining(records: list[Record], member: str) -> list[tuple[Record, list[Record]]]:
+    """For each answered JoinGroup request of ``member``: the Heartbeat requests it sent before the answer.
+
+    Java sends none then (its heartbeat thread is disabled in PREPARING_REBALANCE); one sent just
+    before the JoinGroup may still be recorded after it, by the tap's own scheduling.
+    """
+    out = []
+    heartbeats = select(records, "Heartbeat", "request", member)
+    for join in select(records, "JoinGroup", "request", member):
+        answer = response_to(records, join)
+        if answer is not None:
+            out.append((join, in_window(heartbeats, join["ts"], answer["ts"])))
+    return out
+
+
+def heartbeats_while_syncing(records: list[Record], member: str) -> list[tuple[Record, Record, list[Record]]]:
+    """For each successful JoinGroup of ``member`` and its SyncGroup: the Heartbeats of that generation between.
+
+    Returns ``(join response, SyncGroup request, heartbeat requests)`` for every SyncGroup
+    request of ``member`` whose generation a successful JoinGroup response gave it; the
+    heartbeats are those carrying that generation sent after the JoinGroup response and
+    before the SyncGroup response (Java heartbeats in COMPLETING_REBALANCE).
+    """
+    out = []
+    heartbeats = select(records, "Heartbeat", "request", member)
+    joined = {r.get("generation"): r for r in select(records, "JoinGroup", "response", member)
+              if r.get("error_code") == 0}
+    for sync in select(records, "SyncGroup", "request", member):
+        join = joined.get(sync.get("generation"))
+        answer = response_to(records, sync)
+        if join is None or answer is None:
+            continue
+        during = [h for h in in_window(heartbeats, join["ts"], answer["ts"])
+                  if h.get("generation") == sync.get("generation")]
+        out.append((join, sync, during))
+    return out
