@@ -464,3 +464,28 @@ def test_heartbeats_stop_while_joining_and_go_on_while_syncing(cluster, tmp_path
     assert syncing, "no SyncGroup of a on the wire"
     for join_answer, sync, beats in syncing:
         assert beats, f"a sent no Heartbeat of generation {sync['generation']} while its SyncGroup was pending"
+
+
+def test_close_during_a_join_leaves_with_the_member_id_the_broker_gave(group) -> None:
+    """SIGTERM while f's SyncGroup is pending (slow-sync holds it back): f must still send LeaveGroup.
+
+    Java keeps the member id from the JoinGroup answers and leaves with it; without the
+    LeaveGroup the broker keeps f until its session times out and the next round waits for it.
+    """
+    group.start("o")
+    group.wait_for("o owns everything", lambda: len(group.owned("o")) == PARTITIONS)
+    f = group.start("f", ["slow-sync"])
+
+    def joined_not_synced() -> bool:
+        wire = group.wire()
+        return (any(r["error_code"] == 0 for r in observe.select(wire, "JoinGroup", "response", "f"))
+                and not observe.select(wire, "SyncGroup", "request", "f"))
+
+    group.wait_for("f's JoinGroup answered, its SyncGroup not sent", joined_not_synced)
+    assert f.terminate(timeout=30) == 0
+    del group.procs["f"]
+    wire = group.wire()
+    member_id = next(r["member_id"] for r in observe.select(wire, "JoinGroup", "response", "f") if r["error_code"] == 0)
+    left = [m["member_id"] for r in observe.select(wire, "LeaveGroup", "request", "f") for m in r["members"]]
+    assert left == [member_id], (left, member_id)
+    assert not observe.select(wire, "SyncGroup", "request", "f")

@@ -63,6 +63,10 @@ class Connection:
         sock, self._sock = self._sock, None
         if sock is not None:
             try:
+                sock.shutdown(socket.SHUT_RDWR)  # wakes a thread blocked in recv on it (close alone may not)
+            except OSError:
+                pass
+            try:
                 sock.close()
             except OSError:
                 pass

@@ -161,6 +161,7 @@ class ReferenceMember:
         self.data = Connection(host, port, cfg.client_id, timeout)  # metadata, list offsets, fetch
 
         self.member_id = ""
+        self.join_member_id = ""  # the member id the join worker last used or was given (for close)
         self.generation = -1
         self.group_protocol: str | None = None
         self.is_leader = False
@@ -282,7 +283,7 @@ class ReferenceMember:
             except ConnectionLost as exc:
                 return JoinResult(member_id=member_id, stage="JoinGroup", exception=str(exc))
             if resp.error_code == MEMBER_ID_REQUIRED:
-                member_id = resp.member_id
+                member_id = self.join_member_id = resp.member_id
                 continue
             if resp.error_code != NONE:
                 return JoinResult(member_id=member_id, error=resp.error_code, stage="JoinGroup")
@@ -290,6 +291,7 @@ class ReferenceMember:
         else:
             return JoinResult(member_id=member_id, error=MEMBER_ID_REQUIRED, stage="JoinGroup")
         member_id, generation, protocol = resp.member_id, resp.generation_id, resp.protocol_name
+        self.join_member_id = member_id
         with self._hb_lock:  # COMPLETING_REBALANCE: heartbeat with the new generation until SyncGroup answers
             self._completing = (generation, member_id)
         try:
@@ -312,7 +314,10 @@ class ReferenceMember:
             assignments = [SyncGroupRequest.SyncGroupRequestAssignment(member_id=m, assignment=b)
                            for m, b in sorted(encoded.items())]
         if self.faults.sync_delay_s:
-            time.sleep(self.faults.sync_delay_s)
+            self.stop_event.wait(self.faults.sync_delay_s)
+        if self.stop_event.is_set():  # closing: no SyncGroup; close() sends LeaveGroup with this member id
+            result.stage, result.exception = "SyncGroup", "not sent: the member is closing"
+            return result
         sync = SyncGroupRequest(group_id=self.cfg.group_id, generation_id=generation, member_id=member_id,
                                 group_instance_id=self.cfg.group_instance_id, protocol_type="consumer",
                                 protocol_name=protocol, assignments=assignments)
@@ -376,6 +381,7 @@ class ReferenceMember:
         self.log(f"joining (member_id={self.member_id!r}, generation={self.generation}, "
                  f"owned={sorted(self.owned)}): {reason}")
         with self._hb_lock:  # PREPARING_REBALANCE from here: no Heartbeat passes the check any more
+            self.join_member_id = self.member_id
             self.join_future = self.executor.submit(self._join_round, protocols, self.member_id, reason)
 
     def lose_everything(self, code: int, reason: str) -> None:
@@ -387,7 +393,7 @@ class ReferenceMember:
         self.owned, self.fetching, self.previous_owned = set(), set(), set()
         self.generation = -1
         if code in (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID):
-            self.member_id = ""
+            self.member_id = self.join_member_id = ""
         self.is_leader = False
         self._update_context()
         self.request_rejoin(f"rejoin after {reason}")
@@ -764,9 +770,12 @@ class ReferenceMember:
             self.commit(sorted(self.fetching), "close")
             self.history.record("revoked", partitions=[list(tp) for tp in sorted(self.fetching)], reason="close")
             self.owned, self.fetching = set(), set()
-        if not self.static and self.member_id and self.coord is not None:
-            req = LeaveGroupRequest(group_id=self.cfg.group_id, member_id=self.member_id, members=[
-                LeaveGroupRequest.MemberIdentity(member_id=self.member_id, group_instance_id=None,
+        # A join cut short still leaves the member in the group under the id the broker gave it
+        # (as Java, which keeps that id from the MEMBER_ID_REQUIRED answer on): leave with it.
+        member_id = self.member_id or self.join_member_id
+        if not self.static and member_id and self.coord is not None:
+            req = LeaveGroupRequest(group_id=self.cfg.group_id, member_id=member_id, members=[
+                LeaveGroupRequest.MemberIdentity(member_id=member_id, group_instance_id=None,
                                                  reason="the consumer is being closed")])
             try:
                 resp = self.coord.request(req, 5.0)
