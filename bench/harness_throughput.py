@@ -26,7 +26,7 @@ from conformance.members.launch import launch_member
 from conformance.members.spec import MemberSpec
 from conformance.rundir import RunDir
 
-DEFAULT = ["librdkafka@2.16.1", "librdkafka@2.0.2", "kafka-python@3.0.12", "kafka-python@2.3.3",
+DEFAULT = ["librdkafka@2.16.1", "librdkafka@2.0.2", "librdkafka@1.9.2", "kafka-python@3.0.12", "kafka-python@2.3.3",
            "sarama@1.61.1", "sarama@1.38.1"]
 STRATEGY = {"librdkafka@2.0.2": ["range"], "kafka-python@2.3.3": ["range"], "sarama@1.38.1": ["range"]}
 PARTITIONS = 4
