@@ -178,6 +178,7 @@ class ReferenceMember:
         # request is sent, and by whoever changes the state below (see the module docstring).
         self._hb_lock = threading.Lock()
         self._completing: tuple[int, str] | None = None  # (generation, member id) while SyncGroup is pending
+        self._hb_due = 0.0  # monotonic time of the next heartbeat: one interval after the last one sent
         self.rejoin_reason: str | None = "initial join"
         self.fenced_reason: tuple[int, str] | None = None
         self.join_future: concurrent.futures.Future[JoinResult] | None = None
@@ -294,6 +295,7 @@ class ReferenceMember:
         self.join_member_id = member_id
         with self._hb_lock:  # COMPLETING_REBALANCE: heartbeat with the new generation until SyncGroup answers
             self._completing = (generation, member_id)
+            self._hb_due = time.monotonic() + self.cfg.heartbeat_interval_ms / 1000.0  # Java's resetTimeouts()
         try:
             return self._complete_round(conn, resp, timeout_s)
         finally:
@@ -703,9 +705,13 @@ class ReferenceMember:
             self.error(f"Heartbeat: {error_name(code)}")
 
     def heartbeat_loop(self) -> None:
+        """Heartbeat one interval after the last one sent, or after the JoinGroup answer (Java's timer)."""
         interval = self.cfg.heartbeat_interval_ms / 1000.0
-        while not self.stop_event.wait(interval):
-            self.heartbeat_once()
+        self._hb_due = time.monotonic() + interval
+        while not self.stop_event.wait(min(0.05, max(0.0, self._hb_due - time.monotonic()))):
+            if time.monotonic() >= self._hb_due:
+                self._hb_due = time.monotonic() + interval
+                self.heartbeat_once()
 
     # ------------------------------------------------------------ lifecycle
 
