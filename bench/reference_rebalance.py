@@ -16,7 +16,11 @@ from the start to the round's last SyncGroup response (the rebalance itself) and
 longest gap between ``consumed`` events inside the round (cooperative: it keeps consuming its
 retained partitions, so this stays small).
 
-Run: ``.venv/bin/python bench/reference_rebalance.py [--others reference|java] [--rounds 6]``.
+What dominates: a member learns of a round from its next Heartbeat (up to one heartbeat
+interval; after a round all members heartbeat in phase, as Java's timer is reset on the JoinGroup
+answer), and a join takes two rounds (the cooperative follow-up after the revoke).
+
+Run: ``.venv/bin/python bench/reference_rebalance.py [--others reference|java] [--rounds 6] [--keep DIR]``.
 """
 
 from __future__ import annotations
