@@ -155,7 +155,7 @@ class ReferenceMember:
         host, port = split_address(cfg.bootstrap_servers.split(",")[0])
         timeout = config.REFERENCE_REQUEST_TIMEOUT_MS / 1000.0
         self.bootstrap = Connection(host, port, cfg.client_id, timeout)
-        self.coord: Connection | None = None       # heartbeat, commit, offset fetch, leave
+        self.coord: Connection | None = None       # commit, offset fetch, leave
         self.join_conn: Connection | None = None   # join worker only
         self.hb_conn: Connection | None = None     # heartbeat thread only
         self.data = Connection(host, port, cfg.client_id, timeout)  # metadata, list offsets, fetch
