@@ -108,6 +108,18 @@ SPARK_CONF: dict[str, str] = {
     "spark.sql.files.maxPartitionBytes": str(256 * 1024 * 1024),
 }
 SPARK_LOG_LEVEL: str = "WARN"
+#: Serve all checks' collects with one Spark action per round (conformance.pipeline.batch).
+PIPELINE_BATCH_COLLECTS: bool = os.environ.get("CONFORMANCE_PIPELINE_BATCH", "1") != "0"
+#: Inputs (histories + wire captures) up to this many bytes are judged as a small batch: the
+#: SQL settings below apply for that judge call (tiny data: per-stage latency dominates, so no
+#: code generation, no adaptive re-planning, one shuffle partition). Measured in bench/pipeline_small.py.
+PIPELINE_SMALL_INPUT_BYTES: int = int(os.environ.get("CONFORMANCE_PIPELINE_SMALL_BYTES", str(64 * 1024 * 1024)))
+PIPELINE_SMALL_SQL_CONF: dict[str, str] = {
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    "spark.sql.shuffle.partitions": "1",
+}
 #: Assignor protocol names that make a generation cooperative (KIP-429).
 COOPERATIVE_ASSIGNORS: tuple[str, ...] = ("cooperative-sticky",)
 #: Assignors whose moves L4 (stickiness) judges.
@@ -234,5 +246,3 @@ REFERENCE_SLOW_SYNC_DELAY_MS: int = 3_000
 BALANCED_ASSIGNORS: tuple[str, ...] = ("cooperative-sticky", "sticky", "roundrobin")
 #: Driver threads submitting independent Spark jobs (writes, checks) at once.
 PIPELINE_THREADS: int = int(os.environ.get("CONFORMANCE_PIPELINE_THREADS", "4"))
-#: Serve all checks' collects with one Spark action per round (conformance.pipeline.batch).
-PIPELINE_BATCH_COLLECTS: bool = os.environ.get("CONFORMANCE_PIPELINE_BATCH", "1") != "0"

@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
@@ -49,6 +50,16 @@ class Tables:
     generations: DataFrame = None
     leader_assignments: DataFrame = None
     partitions: DataFrame = None
+    #: What serves the checks' collects (a :class:`conformance.pipeline.batch.CollectBatcher`); None: plain collect().
+    collector: Any = None
+
+    def collect(self, df: DataFrame) -> list:
+        """``df.collect()``, through the collector when there is one (checks call this, never ``collect()``)."""
+        return self.collector.collect(df) if self.collector is not None else df.collect()
+
+    def collect_many(self, *dfs: DataFrame) -> list[list]:
+        """``[df.collect() for df in dfs]``, in one round of the collector."""
+        return self.collector.collect_many(*dfs) if self.collector is not None else [df.collect() for df in dfs]
 
 
 def is_cooperative(col):

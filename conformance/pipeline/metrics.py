@@ -28,16 +28,26 @@ from conformance.pipeline.derived import Tables
 
 
 def compute(t: Tables) -> dict[str, dict]:
-    tm = {r["run"]: r for r in timing(t.cells).collect()}
+    # Consumption gaps longer than a heartbeat, per member.
+    w = Window.partitionBy("run", "file", "incarnation").orderBy("line")
+    gaps = (t.events_inc.where(F.col("event") == "consumed").select("run", "member", "file", "incarnation", "line", "ts")
+            .withColumn("prev_ts", F.lag("ts").over(w)).join(timing(t.cells).select("run", "heartbeat_ms"), "run")
+            .where(F.col("ts") - F.col("prev_ts") > F.col("heartbeat_ms")).select("run", "member", "prev_ts", "ts"))
+    tm_rows, gen_rows, revoke_rows, fault_rows, gaps, dup_rows = t.collect_many(
+        timing(t.cells), t.generations.select("run", "generation", "join_ts", "leader_kind", "protocol_name"),
+        t.events.where(F.col("event") == "revoked").select("run", "ts"),
+        t.nemesis.where(F.col("phase") == "invoke").select("run", "ts", "fault", "target"), gaps,
+        duplicates(t).groupBy("run", "after_generation").agg(F.sum("dups").alias("n")))
+    tm = {r["run"]: r for r in tm_rows}
     out: dict[str, dict] = {run: {"rebalances": 0, "rounds": [], "leaders": {}, "convergence_ms": [], "pause_ms": {},
                                   "duplicates": 0, "duplicates_by_generation": {},
                                   "protocol": tm[run]["expected_protocol"]} for run in tm}
     gens = defaultdict(list)
-    for r in t.generations.select("run", "generation", "join_ts", "leader_kind", "protocol_name").collect():
+    for r in gen_rows:
         gens[r["run"]].append(r)
     bursts: dict[str, list[tuple[float, float]]] = {}
     revokes: dict[str, list[float]] = defaultdict(list)
-    for r in t.events.where(F.col("event") == "revoked").select("run", "ts").collect():
+    for r in revoke_rows:
         revokes[r["run"]].append(r["ts"])
     for run, gs in gens.items():
         if run not in out:
@@ -68,7 +78,7 @@ def compute(t: Tables) -> dict[str, dict]:
         m["rounds"] = rounds
         bursts[run] = [(a, b) for a, b in spans]
     faults = defaultdict(list)
-    for r in t.nemesis.where(F.col("phase") == "invoke").select("run", "ts", "fault", "target").collect():
+    for r in fault_rows:
         faults[r["run"]].append(r)
     for run, fs in faults.items():
         if run not in out:
@@ -79,12 +89,6 @@ def compute(t: Tables) -> dict[str, dict]:
             after = [b for b in bursts.get(run, []) if f["ts"] <= b[0] < nxt]
             if after:
                 out[run]["convergence_ms"].append(round(after[0][1] - f["ts"], 1))
-    # Consumption gaps longer than a heartbeat, per member.
-    w = Window.partitionBy("run", "file", "incarnation").orderBy("line")
-    gaps = (t.events_inc.where(F.col("event") == "consumed").select("run", "member", "file", "incarnation", "line", "ts")
-            .withColumn("prev_ts", F.lag("ts").over(w)).join(timing(t.cells).select("run", "heartbeat_ms"), "run")
-            .where(F.col("ts") - F.col("prev_ts") > F.col("heartbeat_ms")).select("run", "member", "prev_ts", "ts")
-            .collect())
     for run, m in out.items():
         m["pause_ms"] = {name: 0.0 for name in sorted({g["member"] for g in gaps if g["run"] == run})}
     for g in gaps:
@@ -92,7 +96,7 @@ def compute(t: Tables) -> dict[str, dict]:
             if g["prev_ts"] <= b and g["ts"] >= a:
                 pm = out[g["run"]]["pause_ms"]
                 pm[g["member"]] = max(pm.get(g["member"], 0.0), round(g["ts"] - g["prev_ts"], 1))
-    for r in (duplicates(t).groupBy("run", "after_generation").agg(F.sum("dups").alias("n")).collect()):
+    for r in dup_rows:
         if r["run"] in out:
             out[r["run"]]["duplicates"] += int(r["n"])
             key = str(r["after_generation"]) if r["after_generation"] is not None else "none"

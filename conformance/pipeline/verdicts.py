@@ -19,13 +19,31 @@ from __future__ import annotations
 
 import json
 import os
+import time
+from contextlib import contextmanager
 import traceback
 from pathlib import Path
 
+from conformance import config
 from conformance.pipeline import derived, ingest, metrics
+from conformance.pipeline.batch import CollectBatcher
 from conformance.pipeline.checks import CATALOG
 from conformance.pipeline.parallel import run_all
 from conformance.pipeline.session import get_session
+
+
+class Phases:
+    """Wall-clock seconds per named phase, written into ``into`` (a dict) when given."""
+
+    def __init__(self, into: dict[str, float] | None) -> None:
+        self.into = into
+        self.t0 = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        if self.into is not None:
+            self.into[name] = round(self.into.get(name, 0.0) + now - self.t0, 3)
+        self.t0 = now
 
 
 def _status(violations: list[dict]) -> str:
@@ -99,21 +117,86 @@ def assemble(cells: dict[str, dict], members: dict[str, list[str]], results: dic
     return sorted(verdicts.values(), key=lambda v: v["run"])
 
 
-def judge(run_dirs: list[Path], out_dir: Path, spark_master: str | None = None) -> list[dict]:
-    """Judge every cell; see the module docstring. Never raises on bad input data."""
+def judge(run_dirs: list[Path], out_dir: Path, spark_master: str | None = None,
+          phases: dict[str, float] | None = None) -> list[dict]:
+    """Judge every cell; see the module docstring. Never raises on bad input data.
+
+    ``phases``, when given, receives the seconds spent per phase (Spark
+    start, ingest, derive, checks, ...) for benches.
+    """
+    clock = Phases(phases)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     spark = get_session(spark_master)
+    clock.lap("spark_start")
+    size = input_bytes(run_dirs)
+    small = size <= config.PIPELINE_SMALL_INPUT_BYTES
+    if phases is not None:
+        phases["input_bytes"] = size
+        phases["small"] = small
+    with sql_conf(spark, config.PIPELINE_SMALL_SQL_CONF if small else {}):
+        return _judge(spark, run_dirs, out_dir, clock, phases)
+
+
+def input_bytes(run_dirs: list[Path]) -> int:
+    """Bytes of the histories and wire captures of ``run_dirs`` (what the pipeline's work grows with)."""
+    total = 0
+    for d in run_dirs:
+        d = Path(d)
+        for f in [d / "wire.jsonl", *sorted((d / "members").glob("*.jsonl"))]:
+            try:
+                total += f.stat().st_size
+            except OSError:
+                pass
+    return total
+
+
+@contextmanager
+def sql_conf(spark, settings: dict[str, str]):
+    """Runtime SQL settings for the duration of the block; the previous values come back after."""
+    saved = {k: spark.conf.get(k, None) for k in settings}
+    try:
+        for k, v in settings.items():
+            spark.conf.set(k, v)
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+
+
+def _judge(spark, run_dirs: list[Path], out_dir: Path, clock: "Phases", phases: dict | None) -> list[dict]:
     paths = ingest.ingest(spark, [Path(p) for p in run_dirs], out_dir)
+    clock.lap("ingest")
     t = derived.load(spark, paths)
     _materialize(spark, t, out_dir / "tables")
-    cells = {r["run"]: r.asDict() for r in t.cells.collect()}
-    members: dict[str, list[str]] = {}
-    for r in t.members.collect():
-        members.setdefault(r["run"], []).append(r["spec"] or r["member"])
+    clock.lap("derive")
+
+    def basics() -> tuple:
+        cells_rows, member_rows, malformed_rows = t.collect_many(t.cells, t.members, t.malformed)
+        return cells_rows, member_rows, malformed_rows
+
     tasks = [lambda check=check: check(t) for check, _statement in CATALOG.values()]
-    *found, cell_metrics = run_all(tasks + [lambda: metrics.compute(t)])
-    malformed = [r.asDict() for r in t.malformed.collect()]
+    batcher = CollectBatcher(spark)
+    t.collector = batcher
+    tasks = [basics] + tasks + [lambda: metrics.compute(t)]
+    results = batcher.run(tasks) if config.PIPELINE_BATCH_COLLECTS else run_all(tasks)
+    clock.lap("checks")
+    if phases is not None:
+        phases["collect_rounds"] = batcher.rounds
+        phases["collect_singles"] = batcher.singles
+        phases["collect_log"] = batcher.log
+    if isinstance(results[0], BaseException):
+        raise results[0]
+    cells_rows, member_rows, malformed_rows = results[0]
+    found, cell_metrics = results[1:-1], results[-1]
+    cells = {r["run"]: r.asDict() for r in cells_rows}
+    members: dict[str, list[str]] = {}
+    for r in member_rows:
+        members.setdefault(r["run"], []).append(r["spec"] or r["member"])
+    malformed = [r.asDict() for r in malformed_rows]
     run_dirs_by_id = {run: d for d, run in json.loads(paths["__runs__"]).items()}
     result = assemble(cells, members, dict(zip(CATALOG, found)), cell_metrics, malformed, run_dirs_by_id)
     tmp = out_dir / "verdicts.json.tmp"

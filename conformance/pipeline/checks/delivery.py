@@ -50,10 +50,9 @@ def check_d1(t: Tables) -> list[dict]:
             .where((F.col("i_last") >= F.col("first_offset")) & (F.col("i_first") <= F.col("last_offset")))
             .groupBy("run", "topic", "partition", "first_offset", "last_offset")
             .agg(F.collect_list(F.struct("i_first", "i_last")).alias("isl")))
-    rows = (bad.join(near, ["run", "topic", "partition", "first_offset", "last_offset"], "left")
+    rows = t.collect(bad.join(near, ["run", "topic", "partition", "first_offset", "last_offset"], "left")
             .groupBy("run", "topic", "partition")
-            .agg(F.sort_array(F.collect_list(F.struct("first_offset", "last_offset", "ts", "isl"))).alias("ranges"))
-            .collect())
+            .agg(F.sort_array(F.collect_list(F.struct("first_offset", "last_offset", "ts", "isl"))).alias("ranges")))
     isl.unpersist()
     out = []
     for r in rows:
@@ -79,20 +78,21 @@ def check_d2(t: Tables) -> list[dict]:
     w = Window.partitionBy("run", "topic", "partition").orderBy(F.coalesce("response_ts", "ts"), "line")
     back = (ok.withColumn("prev_offset", F.lag("offset").over(w)).withColumn("prev_member", F.lag("member").over(w))
             .withColumn("prev_ts", F.lag("ts").over(w))
-            .where(F.col("offset") < F.col("prev_offset")).collect())
-    out = [violation("D2", r["run"], f"committed offset of {r['topic']}-{r['partition']} went back from "
-                     f"{r['prev_offset']} ({r['prev_member']}) to {r['offset']} ({r['member']})",
-                     members=[r["member"], r["prev_member"]], generation=r["generation"],
-                     partitions=[[r["topic"], r["partition"]]], ts=r["ts"],
-                     evidence={"previous_ts": r["prev_ts"], "previous": r["prev_offset"], "now": r["offset"]})
-           for r in back]
+            .where(F.col("offset") < F.col("prev_offset")))
     joins = t.frames.where((F.col("api") == "JoinGroup") & (F.col("direction") == "response")
                            & (F.coalesce("error_code", F.lit(0)) == 0) & F.col("generation").isNotNull()).select(
         "run", F.col("ts").alias("j_ts"), F.col("generation").alias("current"))
     stale = (ok.where(F.col("generation") >= 0).join(joins, "run").where(F.col("j_ts") < F.col("ts"))
              .groupBy("run", "member", "line", "ts", "generation")
              .agg(F.max("current").alias("current"), F.collect_list(F.struct("topic", "partition")).alias("tps"))
-             .where(F.col("generation") < F.col("current")).collect())
+             .where(F.col("generation") < F.col("current")))
+    back, stale = t.collect_many(back, stale)
+    out = [violation("D2", r["run"], f"committed offset of {r['topic']}-{r['partition']} went back from "
+                     f"{r['prev_offset']} ({r['prev_member']}) to {r['offset']} ({r['member']})",
+                     members=[r["member"], r["prev_member"]], generation=r["generation"],
+                     partitions=[[r["topic"], r["partition"]]], ts=r["ts"],
+                     evidence={"previous_ts": r["prev_ts"], "previous": r["prev_offset"], "now": r["offset"]})
+           for r in back]
     for r in stale:
         parts = [[x["topic"], x["partition"]] for x in r["tps"]]
         out.append(violation("D2", r["run"], f"the broker accepted {r['member']}'s commit of {fmt_tps(parts)} from "
@@ -137,7 +137,7 @@ def duplicates(t: Tables):
 
 
 def check_d3(t: Tables) -> list[dict]:
-    bad = duplicates(t).where(F.col("by_rebalance").isNull() & F.col("faults").isNull()).collect()
+    bad = t.collect(duplicates(t).where(F.col("by_rebalance").isNull() & F.col("faults").isNull()))
     return [violation("D3", r["run"], f"{r['member']} consumed {r['dups']} record(s) of {r['topic']}-{r['partition']} "
                       f"from offset {r['first_offset']} again with no rebalance or fault since the first consumption",
                       members=[r["member"]], partitions=[[r["topic"], r["partition"]]], ts=r["ts"],
@@ -163,7 +163,16 @@ def check_v1(t: Tables) -> list[dict]:
     per_run = (every.groupBy("run")
                .agg(F.collect_list(F.when(F.coalesce("owners", F.lit(0)) == 0, F.struct("topic", "partition"))).alias("unowned"),
                     F.max("owned_since").alias("converged_ts"))
-               .join(base, "run").collect())
+               .join(base, "run"))
+    # Crashes and hangs: an incarnation that ended without `stopped` and without a nemesis kill.
+    last_error = (t.events_inc.where(F.col("event") == "error")
+                  .withColumn("k", F.row_number().over(Window.partitionBy("run", "file", "incarnation").orderBy(F.col("line").desc())))
+                  .where(F.col("k") == 1).select("run", "file", "incarnation", F.col("error").alias("last_error")))
+    crashed = (t.incarnations.join(t.members.select("run", "member"), ["run", "member"])
+               .join(t.cells.select("run", "complete"), "run").join(last_error, ["run", "file", "incarnation"], "left")
+               .where((F.col("end_kind") == "restarted") | ((F.col("end_kind") == "run-end") & F.col("complete"))
+                      | (F.coalesce("had_fatal", F.lit(0)) == 1)))
+    per_run, crashed = t.collect_many(per_run, crashed)
     out = []
     for r in per_run:
         if r["unowned"]:
@@ -177,14 +186,6 @@ def check_v1(t: Tables) -> list[dict]:
                 out.append(violation("V1", r["run"], f"the group took {took:.0f} ms to converge after the last fault; "
                                      f"the bound is {r['convergence_ms']:.0f} ms", ts=r["converged_ts"],
                                      evidence={"convergence_ms": took, "bound_ms": r["convergence_ms"]}))
-    # Crashes and hangs: an incarnation that ended without `stopped` and without a nemesis kill.
-    last_error = (t.events_inc.where(F.col("event") == "error")
-                  .withColumn("k", F.row_number().over(Window.partitionBy("run", "file", "incarnation").orderBy(F.col("line").desc())))
-                  .where(F.col("k") == 1).select("run", "file", "incarnation", F.col("error").alias("last_error")))
-    crashed = (t.incarnations.join(t.members.select("run", "member"), ["run", "member"])
-               .join(t.cells.select("run", "complete"), "run").join(last_error, ["run", "file", "incarnation"], "left")
-               .where((F.col("end_kind") == "restarted") | ((F.col("end_kind") == "run-end") & F.col("complete"))
-                      | (F.coalesce("had_fatal", F.lit(0)) == 1)).collect())
     for r in crashed:
         what = "reported a fatal error" if r["had_fatal"] else (
             "crashed (restarted without stopping)" if r["end_kind"] == "restarted" else "never stopped (crashed or hung)")

@@ -28,11 +28,11 @@ from conformance.pipeline.derived import Tables
 
 
 def check_e1(t: Tables) -> list[dict]:
-    bad = (t.subscriptions.where(F.col("decode_error").isNotNull())
+    bad = t.collect(t.subscriptions.where(F.col("decode_error").isNotNull())
            .groupBy("run", "metadata_hex", "decode_error")
            .agg(F.min("ts").alias("ts"), F.collect_set("member").alias("seen_by"),
                 F.first("subject_member_id").alias("subject"), F.first("protocol_name").alias("protocol"),
-                F.count("*").alias("frames")).collect())
+                F.count("*").alias("frames")))
     return [violation("E1", r["run"], f"subscription ({r['protocol']}) does not decode: {r['decode_error']}",
                       members=r["seen_by"], ts=r["ts"],
                       evidence={"metadata_hex": r["metadata_hex"], "member_id": r["subject"], "frames": r["frames"]})
@@ -40,10 +40,10 @@ def check_e1(t: Tables) -> list[dict]:
 
 
 def check_e2(t: Tables) -> list[dict]:
-    bad = (t.assignments.where(F.col("decode_error").isNotNull())
+    bad = t.collect(t.assignments.where(F.col("decode_error").isNotNull())
            .groupBy("run", "assignment_hex", "decode_error", "source")
            .agg(F.min("ts").alias("ts"), F.collect_set("member").alias("seen_by"),
-                F.first("subject_member_id").alias("subject"), F.first("generation").alias("generation")).collect())
+                F.first("subject_member_id").alias("subject"), F.first("generation").alias("generation")))
     out = []
     for r in bad:
         where = "sent by the leader" if r["source"] == "leader" else "received"
@@ -55,12 +55,12 @@ def check_e2(t: Tables) -> list[dict]:
 
 def check_e3(t: Tables) -> list[dict]:
     cols = ["run", "member", "ts", "protocol_name", "userdata_hex", "userdata_note"]
-    unknown = (t.subscriptions.where(F.col("userdata_format") == "unknown").select(*cols, F.lit("subscription").alias("where"))
+    unknown = t.collect(t.subscriptions.where(F.col("userdata_format") == "unknown").select(*cols, F.lit("subscription").alias("where"))
                .unionByName(t.assignments.where(F.col("userdata_format") == "unknown")
                             .select(*cols, F.lit("assignment").alias("where")))
                .groupBy("run", "userdata_hex", "protocol_name", "where")
                .agg(F.min("ts").alias("ts"), F.collect_set("member").alias("members"),
-                    F.first("userdata_note").alias("note")).collect())
+                    F.first("userdata_note").alias("note")))
     return [violation("E3", r["run"], f"unknown {r['protocol_name']} userData in {r['where']}: {r['userdata_hex']}"
                       + (f" ({r['note']})" if r["note"] else ""), members=r["members"], ts=r["ts"],
                       evidence={"severity": "warning", "userdata_hex": r["userdata_hex"]})
@@ -69,12 +69,11 @@ def check_e3(t: Tables) -> list[dict]:
 
 def check_e4(t: Tables) -> list[dict]:
     ref = t.members.where(F.col("kind") == "reference").select("run", "member")
-    bad = (t.subscriptions.where((F.col("source") == "request") & F.col("decode_error").isNull()
+    bad = t.collect(t.subscriptions.where((F.col("source") == "request") & F.col("decode_error").isNull()
                                  & ~F.coalesce("canonical_equal", F.lit(False)))
            .join(ref, ["run", "member"])
            .groupBy("run", "member", "metadata_hex", "protocol_name")
-           .agg(F.min("ts").alias("ts"), F.first("canonical_error").alias("err"), F.first("version").alias("version"))
-           .collect())
+           .agg(F.min("ts").alias("ts"), F.first("canonical_error").alias("err"), F.first("version").alias("version")))
     return [violation("E4", r["run"], f"{r['member']} sent {r['protocol_name']} subscription v{r['version']} bytes that "
                       f"differ from the canonical encoding of the same content"
                       + (f" ({r['err']})" if r["err"] else ""),
@@ -106,10 +105,10 @@ def check_e5(t: Tables) -> list[dict]:
               .select("run", "member", "line", "ts", "topic", "partition"))
     missing = surely.join(declared.select("run", "member", "line", "topic", "partition"),
                           ["run", "member", "line", "topic", "partition"], "left_anti")
-    rows = (stale.select("run", "member", "line", "ts", "topic", "partition", F.lit("stale").alias("kind"))
+    rows = t.collect(stale.select("run", "member", "line", "ts", "topic", "partition", F.lit("stale").alias("kind"))
             .unionByName(missing.select("run", "member", "line", "ts", "topic", "partition", F.lit("missing").alias("kind")))
             .groupBy("run", "member", "line", "ts", "kind")
-            .agg(F.collect_list(F.struct("topic", "partition")).alias("tps")).collect())
+            .agg(F.collect_list(F.struct("topic", "partition")).alias("tps")))
     out = []
     for r in rows:
         parts = tps(r["tps"])

@@ -54,7 +54,7 @@ def check_l1(t: Tables) -> list[dict]:
            .where((F.col("f_ts") >= F.col("join_ts") - 1) & (F.col("f_ts") <= window_end)
                   & (F.col("target").isin("broker", "all") | (F.col("target") == F.col("leader"))))
            .groupBy("run", "generation").agg(F.collect_list("fault").alias("faults")))
-    rows = g.join(hit, ["run", "generation"], "left").collect()
+    rows = t.collect(g.join(hit, ["run", "generation"], "left"))
     out = []
     for r in rows:
         run, gen = r["run"], r["generation"]
@@ -111,28 +111,29 @@ def check_l2(t: Tables) -> list[dict]:
     out = []
     dup = (a.groupBy("run", "generation", "topic", "partition")
            .agg(F.collect_set(F.coalesce("subject", "subject_member_id")).alias("owners"), F.min("ts").alias("ts"))
-           .where(F.size("owners") > 1).collect())
+           .where(F.size("owners") > 1))
+    unsub = (a.where(F.col("topics").isNotNull() & ~F.array_contains("topics", F.col("topic")))
+             .groupBy("run", "generation", F.coalesce("subject", "subject_member_id").alias("who"), "topics")
+             .agg(F.collect_list(F.struct("topic", "partition")).alias("tps"), F.min("ts").alias("ts")))
+    incomplete = (_complete_gens(t).where(F.col("final") & ~F.col("complete"))
+                  .join(t.cells.where(F.col("complete")).select("run"), "run"))
+    dup, unsub, incomplete = t.collect_many(dup, unsub, incomplete)
     for r in dup:
         out.append(violation("L2", r["run"], f"generation {r['generation']} assigns {r['topic']}-{r['partition']} to "
                              f"{len(r['owners'])} members: {', '.join(sorted(r['owners']))}", members=r["owners"],
                              generation=r["generation"], partitions=[[r["topic"], r["partition"]]], ts=r["ts"]))
-    unsub = (a.where(F.col("topics").isNotNull() & ~F.array_contains("topics", F.col("topic")))
-             .groupBy("run", "generation", F.coalesce("subject", "subject_member_id").alias("who"), "topics")
-             .agg(F.collect_list(F.struct("topic", "partition")).alias("tps"), F.min("ts").alias("ts")).collect())
     for r in unsub:
         parts = [[x["topic"], x["partition"]] for x in r["tps"]]
         out.append(violation("L2", r["run"], f"generation {r['generation']} assigns {fmt_tps(parts)} to {r['who']}, "
                              f"which subscribed only to {', '.join(r['topics'])}", members=[r["who"]],
                              generation=r["generation"], partitions=parts, ts=r["ts"]))
-    incomplete = (_complete_gens(t).where(F.col("final") & ~F.col("complete"))
-                  .join(t.cells.where(F.col("complete")).select("run"), "run").collect())
     for r in incomplete:
         assigned = (a.where((F.col("run") == r["run"]) & (F.col("generation") == r["generation"]))
                     .select("topic", "partition").distinct())
         subscribed = (_leader_view(t).where((F.col("run") == r["run"]) & (F.col("generation") == r["generation"]))
                       .select("run", F.explode("topics").alias("topic")).distinct().join(t.partitions, ["run", "topic"]))
         missing = [[x["topic"], x["partition"]] for x in
-                   subscribed.select("topic", "partition").join(assigned, ["topic", "partition"], "left_anti").collect()]
+                   t.collect(subscribed.select("topic", "partition").join(assigned, ["topic", "partition"], "left_anti"))]
         out.append(violation("L2", r["run"], f"final generation {r['generation']} leaves {fmt_tps(missing)} unassigned "
                              f"({r['have'] or 0} of {r['needed']} partitions assigned)", generation=r["generation"],
                              partitions=missing))
@@ -151,7 +152,7 @@ def _final_counts(t: Tables):
 
 
 def check_l3(t: Tables) -> list[dict]:
-    rows = _final_counts(t).collect()
+    rows = t.collect(_final_counts(t))
     by_gen: dict[tuple, list] = defaultdict(list)
     for r in rows:
         by_gen[(r["run"], r["generation"], r["protocol_name"])].append(r)
@@ -188,14 +189,15 @@ def check_l4(t: Tables) -> list[dict]:
     complete = _complete_gens(t).where("complete").select("run", "generation")
     rows = (a.join(complete, ["run", "generation"])
             .select("run", "generation", F.col("subject_member_id").alias("who"), "subject", "topics", "topic",
-                    "partition").collect())
-    view_rows = _leader_view(t).join(complete, ["run", "generation"]).collect()
+                    "partition"))
+    view_rows = _leader_view(t).join(complete, ["run", "generation"])
+    ids_at = _leader_view(t).groupBy("run", "generation").agg(F.collect_set("subject_member_id").alias("ids"))
+    rows, view_rows, ids_at = t.collect_many(rows, view_rows, ids_at)
     # Member ids per generation, complete or not: L4 compares two complete generations only
     # when every generation after the first has the second's members (one join or leave,
     # then its follow-up rounds); across several membership changes, moves can be needed.
     members_at: dict[tuple, frozenset] = defaultdict(frozenset)
-    for r in _leader_view(t).groupBy("run", "generation").agg(
-            F.collect_set("subject_member_id").alias("ids")).collect():
+    for r in ids_at:
         members_at[(r["run"], r["generation"])] = frozenset(r["ids"])
     owners: dict[tuple, dict] = defaultdict(dict)
     subs: dict[tuple, dict] = defaultdict(dict)
@@ -241,7 +243,7 @@ def check_l5(t: Tables) -> list[dict]:
     kinds = t.members.join(cells, "run").groupBy("run").agg(F.collect_set("kind").alias("kinds"))
     led = t.generations.groupBy("run").agg(F.collect_set("leader_kind").alias("led"))
     out = []
-    for r in kinds.join(led, "run", "left").collect():
+    for r in t.collect(kinds.join(led, "run", "left")):
         never = sorted(set(r["kinds"]) - set(r["led"] or []))
         if never:
             out.append(violation("L5", r["run"], f"member kind(s) never led a generation: {', '.join(never)} "

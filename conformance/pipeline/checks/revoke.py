@@ -49,11 +49,11 @@ def check_r1(t: Tables) -> list[dict]:
              .select("run", "generation", F.col("subject_member_id").alias("to_id"),
                      F.coalesce("subject", "subject_member_id").alias("to"), "ts", F.explode("partitions").alias("tp"))
              .select("*", "tp.topic", "tp.partition").drop("tp"))
-    bad = (given.join(valid, ["run", "generation", "topic", "partition"])
+    bad = t.collect(given.join(valid, ["run", "generation", "topic", "partition"])
            .where(F.col("to_id") != F.col("subject_member_id"))
            .groupBy("run", "generation", "leader", "to", "claimant")
            .agg(F.collect_list(F.struct("topic", "partition")).alias("tps"), F.min("ts").alias("ts"),
-                F.first("sub_gen").alias("sub_gen")).collect())
+                F.first("sub_gen").alias("sub_gen")))
     out = []
     for r in bad:
         parts = [[x["topic"], x["partition"]] for x in r["tps"]]
@@ -100,10 +100,9 @@ def check_r2(t: Tables) -> list[dict]:
                .where(F.col("target").isin("all", "broker") | (F.col("target") == F.col("m1")) | (F.col("target") == F.col("m2")))
                .where((F.col("ov_start") >= F.col("w_start")) & (F.col("ov_start") <= F.col("w_end")))
                .select("run", "topic", "partition", "m1", "s1", "m2", "s2").distinct())
-    bad = (ov.join(allowed, ["run", "topic", "partition", "m1", "s1", "m2", "s2"], "left_anti")
+    bad = t.collect(ov.join(allowed, ["run", "topic", "partition", "m1", "s1", "m2", "s2"], "left_anti")
            .groupBy("run", "m1", "m2")
-           .agg(F.collect_list(F.struct("topic", "partition", "ov_start", "ov_end", "r1", "r2")).alias("cases"))
-           .collect())
+           .agg(F.collect_list(F.struct("topic", "partition", "ov_start", "ov_end", "r1", "r2")).alias("cases")))
     out = []
     for r in bad:
         cases = sorted(r["cases"], key=lambda c: c["ov_start"])
@@ -140,9 +139,9 @@ def check_r3(t: Tables) -> list[dict]:
              .where((F.col("other") != F.col("member")) & (F.col("o_start") >= F.col("ts"))
                     & (F.col("o_start") <= F.col("next_ts")))
              .select("run", "member", "line", "topic", "partition").distinct())
-    bad = (again.join(moved, ["run", "member", "line", "topic", "partition"], "left_anti")
+    bad = t.collect(again.join(moved, ["run", "member", "line", "topic", "partition"], "left_anti")
            .groupBy("run", "member")
-           .agg(F.collect_list(F.struct("topic", "partition", "ts", "next_ts")).alias("cases")).collect())
+           .agg(F.collect_list(F.struct("topic", "partition", "ts", "next_ts")).alias("cases")))
     out = []
     for r in bad:
         cases = sorted(r["cases"], key=lambda c: c["ts"])
@@ -171,9 +170,9 @@ def check_r4(t: Tables) -> list[dict]:
                .where((F.col("o_start") <= F.col("ts") + F.col("revoke_ms")) & (F.col("o_end") > F.col("ts"))
                       & ((F.col("new_owner") != F.col("member")) | (F.col("o_start") >= F.col("ts"))))
                .select("run", "member", "line", "topic", "partition").distinct())
-    bad = (revokes.join(reached, ["run", "member", "line", "topic", "partition"], "left_anti")
+    bad = t.collect(revokes.join(reached, ["run", "member", "line", "topic", "partition"], "left_anti")
            .groupBy("run", "member", "ts", "revoke_ms")
-           .agg(F.collect_list(F.struct("topic", "partition")).alias("tps")).collect())
+           .agg(F.collect_list(F.struct("topic", "partition")).alias("tps")))
     return [violation("R4", r["run"], f"{fmt_tps([[x['topic'], x['partition']] for x in r['tps']])} revoked by "
                       f"{r['member']} reached no new owner within {r['revoke_ms']:.0f} ms", members=[r["member"]],
                       partitions=[[x["topic"], x["partition"]] for x in r["tps"]], ts=r["ts"],
@@ -194,8 +193,20 @@ def check_r5(t: Tables) -> list[dict]:
               .withColumn("k", F.row_number().over(w)).where(F.col("k") == 1))
     per_gen = (in_gen.groupBy("run", "generation", "protocol_name")
                .agg(F.collect_list(F.struct("member", F.col("protos")[0]["protocol_name"].alias("first"),
-                                            F.transform("protos", lambda p: p["protocol_name"]).alias("all"))).alias("ms"))
-               .collect())
+                                            F.transform("protos", lambda p: p["protocol_name"]).alias("all"))).alias("ms")))
+    final = (t.generations.join(t.generations.groupBy("run").agg(F.max("generation").alias("generation")),
+                                ["run", "generation"])
+             .join(t.cells.select("run", "expected_protocol"), "run")
+             .where(F.col("expected_protocol").isNotNull()))
+    # Eager members revoke everything before rejoining.
+    prev = (req.join(resp, ["run", "member"]).where(F.col("r_ts") < F.col("ts"))
+            .withColumn("k", F.row_number().over(Window.partitionBy("run", "member", "line").orderBy(F.col("r_ts").desc())))
+            .where((F.col("k") == 1) & ~is_cooperative(F.col("protocol_name"))))
+    held = (prev.join(t.ownership.select("run", "member", "topic", "partition", "start_ts", "end_ts"), ["run", "member"])
+            .where((F.col("start_ts") < F.col("ts")) & (F.col("end_ts") > F.col("ts")))
+            .groupBy("run", "member", "ts", "generation", "protocol_name")
+            .agg(F.collect_list(F.struct("topic", "partition")).alias("tps")))
+    per_gen, final, held = t.collect_many(per_gen, final, held)
     for r in per_gen:
         coop = r["protocol_name"] in config.COOPERATIVE_ASSIGNORS
         all_first_coop = all(m["first"] in config.COOPERATIVE_ASSIGNORS for m in r["ms"])
@@ -209,23 +220,11 @@ def check_r5(t: Tables) -> list[dict]:
             out.append(violation("R5", r["run"], f"generation {r['generation']} is eager ({r['protocol_name']}) although "
                                  "every member preferred a cooperative assignor", members=[m["member"] for m in r["ms"]],
                                  generation=r["generation"]))
-    final = (t.generations.join(t.generations.groupBy("run").agg(F.max("generation").alias("generation")),
-                                ["run", "generation"])
-             .join(t.cells.select("run", "expected_protocol"), "run")
-             .where(F.col("expected_protocol").isNotNull()).collect())
     for r in final:
         got = "cooperative" if r["protocol_name"] in config.COOPERATIVE_ASSIGNORS else "eager"
         if got != r["expected_protocol"]:
             out.append(violation("R5", r["run"], f"final generation {r['generation']} is {got} ({r['protocol_name']}); "
                                  f"the member mix makes it {r['expected_protocol']}", generation=r["generation"]))
-    # Eager members revoke everything before rejoining.
-    prev = (req.join(resp, ["run", "member"]).where(F.col("r_ts") < F.col("ts"))
-            .withColumn("k", F.row_number().over(Window.partitionBy("run", "member", "line").orderBy(F.col("r_ts").desc())))
-            .where((F.col("k") == 1) & ~is_cooperative(F.col("protocol_name"))))
-    held = (prev.join(t.ownership.select("run", "member", "topic", "partition", "start_ts", "end_ts"), ["run", "member"])
-            .where((F.col("start_ts") < F.col("ts")) & (F.col("end_ts") > F.col("ts")))
-            .groupBy("run", "member", "ts", "generation", "protocol_name")
-            .agg(F.collect_list(F.struct("topic", "partition")).alias("tps")).collect())
     for r in held:
         parts = [[x["topic"], x["partition"]] for x in r["tps"]]
         out.append(violation("R5", r["run"], f"{r['member']} rejoined from eager generation {r['generation']} "
