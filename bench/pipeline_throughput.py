@@ -99,11 +99,12 @@ SMALL = """
 import sys, time
 t0 = time.time()
 from pathlib import Path
-from conformance.pipeline import judge
+from conformance.pipeline import verdicts
 from conformance.pipeline.synth import cooperative_story
 root = Path(sys.argv[1])
-v = judge([cooperative_story(root / "runs", "small")], root / "out")
-print(round(time.time() - t0, 2), v[0]["verdict"])
+phases = {}
+v = verdicts.judge([cooperative_story(root / "runs", "small")], root / "out", phases=phases)
+print(round(time.time() - t0, 2), v[0]["verdict"], phases)
 """
 
 
@@ -114,7 +115,7 @@ def main() -> int:
     ap.add_argument("--spark-master", default=None)
     ap.add_argument("--skip-small", action="store_true")
     args = ap.parse_args()
-    from conformance.pipeline import judge
+    from conformance.pipeline import verdicts as verdicts_mod
     from conformance.pipeline.session import get_session
 
     bench_wire_decode()
@@ -136,11 +137,15 @@ def main() -> int:
             gen = time.time() - t0
             size = sum(f.stat().st_size for f in root.rglob("*.jsonl"))
             t0 = time.time()
-            verdicts = judge(dirs, root / "out", args.spark_master)
+            load0 = Path("/proc/loadavg").read_text().split()[0]
+            phases: dict = {}
+            verdicts = verdicts_mod.judge(dirs, root / "out", args.spark_master, phases=phases)
             took = time.time() - t0
             statuses = sorted({v["verdict"] for v in verdicts})
             print(f"{total:>11,} events ({size / 1e6:,.0f} MB, {len(dirs)} cells, generated in {gen:.0f} s): "
-                  f"judged in {took:.1f} s = {total / took:,.0f} events/s; verdicts {statuses}", flush=True)
+                  f"judged in {took:.1f} s = {total / took:,.0f} events/s; verdicts {statuses}; "
+                  f"load {load0}->{Path('/proc/loadavg').read_text().split()[0]}", flush=True)
+            print("   phases: " + " ".join(f"{k}={v}" for k, v in phases.items()), flush=True)
             for v in verdicts:
                 bad = {k: i["status"] for k, i in v["invariants"].items() if i["status"] != "pass"}
                 if bad:

@@ -20,8 +20,13 @@ _session = None
 _master: str | None = None
 
 
-def get_session(master: str | None = None):
-    """The process's SparkSession (created on first use)."""
+def get_session(master: str | None = None, small: bool = False):
+    """The process's SparkSession (created on first use).
+
+    ``small``: the first use judges small inputs; a session started now on
+    a local master gets ``config.PIPELINE_SMALL_DRIVER_JAVA_OPTIONS`` (faster
+    JVM start). It changes nothing for a session that already runs.
+    """
     global _session, _master
     wanted = master or config.SPARK_MASTER
     with _lock:
@@ -38,6 +43,8 @@ def get_session(master: str | None = None):
             for key, value in config.SPARK_CONF.items():
                 if wanted.startswith("local") or not key.startswith("spark.driver.") or key == "spark.driver.memory":
                     builder = builder.config(key, value)
+            if small and wanted.startswith("local") and config.PIPELINE_SMALL_DRIVER_JAVA_OPTIONS:
+                builder = builder.config("spark.driver.extraJavaOptions", config.PIPELINE_SMALL_DRIVER_JAVA_OPTIONS)
             _session = builder.getOrCreate()
             _session.sparkContext.setLogLevel(config.SPARK_LOG_LEVEL)
         except Exception as exc:  # JVM missing, master unreachable, ...
