@@ -190,6 +190,8 @@ BREAKS: dict[str, str] = {
     "e4": "the reference member m2 writes its owned partitions unsorted (Java sorts them)",
     "e5": "m1 still declares t-2, t-3 owned in generation 3, a second after revoking them",
     "l1": "the leader of generation 2 sends no assignment for m2",
+    "l1-nosync": "the leader of generation 2 sends no SyncGroup at all, and nothing stopped it",
+    "l1-nosync-allowed": "as l1-nosync, but m1 was being terminated when generation 2 formed: allowed",
     "l2": "the leader of generation 2 assigns m1 a partition of a topic nobody subscribed to",
     "l3": "the final generation gives m1 one partition and m2 three",
     "l4": "a generation 4 with the same members swaps every partition",
@@ -255,7 +257,10 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
     elif break_ == "r1":
         g2 = {"m1": all4[:2], "m2": [(T, 2)]}
     raw = {"m2": "0003" + "00000001" + "000174" + "00000002" + "00000000"} if break_ == "e2" else None
-    b.sync(2, 11100, "m1", g2, raw=raw)
+    if break_ == "l1-nosync-allowed":
+        b.fault(10900, "terminate", "m1")
+    if break_ not in ("l1-nosync", "l1-nosync-allowed"):
+        b.sync(2, 11100, "m1", g2, raw=raw)
     if break_ == "d2":
         b.commit("m1", 11200, 2, [(T, 0, 50), (T, 1, 30)])
     else:

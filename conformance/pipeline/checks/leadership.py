@@ -7,7 +7,11 @@ by name (the tap owner of a member id), since ids change on restart.
 Allowed anomalies:
 - L1: a generation whose leader never sent SyncGroup is allowed when a fault
   hit the leader (or the broker / everyone) between that generation's join
-  and the next one: the leader died or was cut off before it could sync.
+  and the next one: the leader died or was cut off before it could sync. So
+  is one whose leader was already being stopped (terminate or kill, not
+  started again since) when the generation formed: a closing client that is
+  elected leader on its way out (teardown stops members one by one) rightly
+  abandons the round.
 - L2 completeness, L3 and L4 look at complete generations only (every
   partition of the subscribed topics assigned), and at the final generation
   of a complete run for L2/L3: a cooperative generation that withholds
@@ -27,6 +31,9 @@ from pyspark.sql import functions as F
 from conformance import config
 from conformance.pipeline.checks.common import fmt_tps, violation
 from conformance.pipeline.derived import Tables
+
+#: Nemesis faults that stop a member until its next ``start``.
+_STOPS = ("terminate", "kill")
 
 
 def _leader_view(t: Tables):
@@ -50,10 +57,18 @@ def check_l1(t: Tables) -> list[dict]:
     faults = t.nemesis.where(F.col("phase") == "invoke").select("run", F.col("ts").alias("f_ts"), "target", "fault")
     g = gens.join(view, ["run", "generation"], "left").join(sync, ["run", "generation"], "left")
     window_end = F.coalesce("next_join_ts", "run_end_ts")
-    hit = (g.join(faults, "run")
-           .where((F.col("f_ts") >= F.col("join_ts") - 1) & (F.col("f_ts") <= window_end)
-                  & (F.col("target").isin("broker", "all") | (F.col("target") == F.col("leader"))))
-           .groupBy("run", "generation").agg(F.collect_list("fault").alias("faults")))
+    during = (g.join(faults, "run")
+              .where((F.col("f_ts") >= F.col("join_ts") - 1) & (F.col("f_ts") <= window_end)
+                     & (F.col("target").isin("broker", "all") | (F.col("target") == F.col("leader"))))
+              .select("run", "generation", "fault"))
+    starts = faults.where(F.col("fault") == "start").select("run", F.col("target").alias("s_target"),
+                                                            F.col("f_ts").alias("s_ts"))
+    stopping = (g.join(faults.where(F.col("fault").isin(*_STOPS)), "run")
+                .where((F.col("target") == F.col("leader")) & (F.col("f_ts") < F.col("join_ts") - 1))
+                .join(starts, (g["run"] == starts["run"]) & (F.col("s_target") == F.col("target"))
+                      & (F.col("s_ts") > F.col("f_ts")) & (F.col("s_ts") <= F.col("join_ts")), "left_anti")
+                .select(g["run"], "generation", "fault"))
+    hit = during.unionByName(stopping).groupBy("run", "generation").agg(F.collect_list("fault").alias("faults"))
     rows = t.collect(g.join(hit, ["run", "generation"], "left"))
     out = []
     for r in rows:
