@@ -21,6 +21,25 @@ class HistoryProblem(AssertionError):
     """A harness history that breaks the format or the ordering rules."""
 
 
+def produce_records(bootstrap: str, topic: str, per_partition: int, partitions: int) -> dict[tuple[str, int], int]:
+    """Write ``per_partition`` JSON records ``{"seq": i}`` to each partition of ``topic`` (acks=all).
+
+    Returns (topic, partition) -> records written; raises if the broker does not acknowledge them all.
+    """
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    try:
+        futures = [producer.send(topic, value=json.dumps({"seq": i}).encode(), partition=i % partitions)
+                   for i in range(partitions * per_partition)]
+        producer.flush(30)
+        for f in futures:
+            f.get(timeout=30)
+    finally:
+        producer.close()
+    return {(topic, p): per_partition for p in range(partitions)}
+
+
 def load_history(path: Path) -> list[dict[str, Any]]:
     """Every event of ``path``; HistoryProblem for a line that is not a valid event."""
     if not path.exists():

@@ -31,11 +31,10 @@ Stories (each waits for conditions with bounded deadlines; nothing is timed):
 
 from __future__ import annotations
 
-import json
 from typing import Any, Iterator
 
 import pytest
-from kafka import KafkaAdminClient, KafkaProducer
+from kafka import KafkaAdminClient
 
 from conformance import config
 from conformance.cluster import Cluster
@@ -46,7 +45,7 @@ from conformance.members.launch import MemberProcess, launch_member
 from conformance.members.spec import MemberSpec
 from conformance.rundir import RunDir
 
-from test_harness_common import (assigned_after_generation, check_clean_incarnation, incarnations,
+from test_harness_common import (produce_records, assigned_after_generation, check_clean_incarnation, incarnations,
                                  last_assignment_generation, load_history, missing_records, owned_after,
                                  ownership_problems, requests, wait_for, wire_records)
 
@@ -81,14 +80,7 @@ class Env:
         return {(name, p) for p in range(partitions)}
 
     def produce(self, topic: str, per_partition: int, partitions: int = PARTITIONS) -> dict[tuple[str, int], int]:
-        producer = KafkaProducer(bootstrap_servers=self.cluster.direct_bootstrap, acks="all")
-        try:
-            for i in range(partitions * per_partition):
-                producer.send(topic, value=json.dumps({"seq": i}).encode(), partition=i % partitions)
-            producer.flush(30)
-        finally:
-            producer.close()
-        return {(topic, p): per_partition for p in range(partitions)}
+        return produce_records(self.cluster.direct_bootstrap, topic, per_partition, partitions)
 
     def start(self, member: str, kind: str, version: str, topic: str, group: str, strategies: list[str],
               wait: bool = True, **overrides: Any) -> MemberProcess:

@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 
 import pytest
-from kafka import KafkaAdminClient, KafkaProducer
+from kafka import KafkaAdminClient
 
 from conformance.cluster import Cluster
 from conformance.cluster.supervisor import Supervisor
@@ -30,7 +30,7 @@ from conformance.members.launch import MemberProcess, launch_member
 from conformance.members.spec import MemberSpec
 from conformance.rundir import RunDir
 
-from test_harness_common import (check_clean_incarnation, load_history, missing_records, owned_after,
+from test_harness_common import (produce_records, check_clean_incarnation, load_history, missing_records, owned_after,
                                  wait_for)
 
 pytestmark = pytest.mark.slow
@@ -63,14 +63,7 @@ def env(tmp_path_factory: pytest.TempPathFactory):
 def produce(cluster: Cluster, topic: str) -> dict[tuple[str, int], int]:
     """Create ``topic`` and write RECORDS_PER_PARTITION records to each partition (acks=all)."""
     cluster.create_topic(topic, PARTITIONS)
-    producer = KafkaProducer(bootstrap_servers=cluster.direct_bootstrap, acks="all")
-    try:
-        for i in range(PARTITIONS * RECORDS_PER_PARTITION):
-            producer.send(topic, value=json.dumps({"seq": i}).encode(), partition=i % PARTITIONS)
-        producer.flush(30)
-    finally:
-        producer.close()
-    return {(topic, p): RECORDS_PER_PARTITION for p in range(PARTITIONS)}
+    return produce_records(cluster.direct_bootstrap, topic, RECORDS_PER_PARTITION, PARTITIONS)
 
 
 def start(env, kind: str, version: str, strategies: list[str], member: str, topic: str, group: str,
