@@ -20,8 +20,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
@@ -52,6 +53,31 @@ class Tables:
     partitions: DataFrame = None
     #: What serves the checks' collects (a :class:`conformance.pipeline.batch.CollectBatcher`); None: plain collect().
     collector: Any = None
+    #: Cache the pieces several checks share (:meth:`shared`) in memory (small inputs).
+    cache_shared: bool = False
+    _shared: dict = field(default_factory=dict, repr=False)
+    _shared_lock: Any = field(default_factory=threading.RLock, repr=False)  # re-entrant: pieces build on pieces
+
+    def shared(self, name: str, build: Callable[[], DataFrame]) -> DataFrame:
+        """The DataFrame ``build()`` makes, built once per Tables and ``name`` and then reused by every
+        check asking for it (cached in memory when ``cache_shared``), so that pieces several checks
+        need (the leader's view, complete generations, duplicates, ...) are computed once."""
+        with self._shared_lock:
+            df = self._shared.get(name)
+            if df is None:
+                df = build()
+                if self.cache_shared:
+                    df = df.cache()
+                self._shared[name] = df
+            return df
+
+    def release_shared(self) -> None:
+        """Unpersist the cached shared pieces and forget them."""
+        with self._shared_lock:
+            for df in self._shared.values():
+                if df.is_cached:
+                    df.unpersist()
+            self._shared.clear()
 
     def collect(self, df: DataFrame) -> list:
         """``df.collect()``, through the collector when there is one (checks call this, never ``collect()``)."""
@@ -71,7 +97,12 @@ def load(spark, paths: dict[str, str]) -> Tables:
     (run_end, incarnations, member_ids, partitions); :func:`load_second` does the rest."""
     names = ("cells", "members", "topics", "nemesis", "frames", "subscriptions", "assignments", "commits", "events",
              "malformed")
-    t = Tables(**{n: spark.read.parquet(paths[n]) for n in names})
+    return load_frames({n: spark.read.parquet(paths[n]) for n in names})
+
+
+def load_frames(inputs: dict[str, DataFrame]) -> Tables:
+    """:func:`load` over input tables given as DataFrames (name -> DataFrame, e.g. cached in memory)."""
+    t = Tables(**inputs)
     t.events_inc = with_incarnation(t.events)
     ev = t.events
     seen = (ev.groupBy("run").agg(F.max("ts").alias("seen_ts"))

@@ -205,11 +205,13 @@ def _history_problem(F):
     return expr
 
 
-def read_histories(spark, files: list[dict], tmp: Path):
+def read_histories(spark, files: list[dict], tmp: Path, in_memory: bool = False):
     """(events, malformed) DataFrames from every member history file, by Spark.
 
     The text is read and parsed once and staged as Parquet (``tmp/lines``);
-    events and malformed lines are both cheap reads of that stage.
+    events and malformed lines are both cheap reads of that stage. With
+    ``in_memory`` (small inputs) the stage is cached in memory instead
+    (same rows and ids: the same text read, computed once).
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -237,11 +239,14 @@ def read_histories(spark, files: list[dict], tmp: Path):
                       F.explode(F.array(F.from_json("value", schemas.HISTORY_JSON, {"mode": "PERMISSIVE"}))).alias("j")))
     parsed = parsed.select("uri", "_id", "_part", "run", "file", (F.trim("value") == "").alias("_blank"), "j",
                            _history_problem(F).alias("problem"))
-    staged = str(tmp / "lines")
-    (parsed.select("uri", "_id", "_part", "run", "file", "_blank", "problem",
-                   F.when(F.col("problem").isNull(), F.col("j")).alias("j"))
-     .write.mode("overwrite").parquet(staged))
-    lines = spark.read.parquet(staged)
+    lines = parsed.select("uri", "_id", "_part", "run", "file", "_blank", "problem",
+                          F.when(F.col("problem").isNull(), F.col("j")).alias("j"))
+    if in_memory:
+        lines = lines.cache()
+    else:
+        staged = str(tmp / "lines")
+        lines.write.mode("overwrite").parquet(staged)
+        lines = spark.read.parquet(staged)
     splits = lines.groupBy("uri", "_part").agg(F.min("_id").alias("_first"), F.count("*").alias("_n"))
     splits = splits.withColumn("_before", F.coalesce(F.sum("_n").over(
         Window.partitionBy("uri").orderBy("_first").rowsBetween(Window.unboundedPreceding, -1)), F.lit(0)))
@@ -287,11 +292,13 @@ TABLE_NAMES = ("cells", "members", "topics", "nemesis", "frames", "subscriptions
                "events", "malformed")
 
 
-def ingest(spark, run_dirs: list[Path], out_dir: Path) -> dict[str, str]:
-    """Write the typed input tables as Parquet under ``out_dir/tables``; return name -> path.
+def build(spark, run_dirs: list[Path], out_dir: Path, in_memory: bool = False) -> tuple[dict, dict[str, str]]:
+    """The typed input tables as DataFrames (name -> DataFrame, in TABLE_NAMES order) and the run id
+    of each run directory. Nothing is written under ``out_dir/tables`` yet (:func:`write_tables` does).
 
-    Also returns the run id of each run directory under the key ``"__runs__"``
-    (a JSON string), since a run id comes from its manifest.
+    ``in_memory`` (small inputs): the histories' parsed lines are cached in
+    memory rather than staged as Parquet, and every table is cached, so
+    that the checks and the final writes read them from memory.
     """
     out_dir = Path(out_dir)
     tables_dir = out_dir / "tables"
@@ -307,29 +314,50 @@ def ingest(spark, run_dirs: list[Path], out_dir: Path) -> dict[str, str]:
         "frames": (st.frames, schemas.FRAMES), "subscriptions": (st.subscriptions, schemas.SUBSCRIPTIONS),
         "assignments": (st.assignments, schemas.ASSIGNMENTS), "commits": (st.commits, schemas.COMMITS),
     }
-    paths: dict[str, str] = {}
-    writes = []
+    tables: dict = {}
     for name, (rows, schema) in staged.items():
         src = tmp / f"{name}.jsonl"
         _write_jsonl(src, rows)
-        dst = str(tables_dir / name)
-        paths[name] = dst
-        writes.append(lambda src=src, schema=schema, dst=dst:
-                      spark.read.schema(schema).json(str(src)).coalesce(1).write.mode("overwrite").parquet(dst))
-    events, hist_malformed = read_histories(spark, st.files, tmp)
+        tables[name] = spark.read.schema(schema).json(str(src))
+    events, hist_malformed = read_histories(spark, st.files, tmp, in_memory)
     if events is None:
         events = spark.createDataFrame([], _events_schema())
-    paths["events"] = str(tables_dir / "events")
-    writes.append(lambda: events.write.mode("overwrite").parquet(paths["events"]))
+    tables["events"] = events
     py_malformed = tmp / "malformed.jsonl"
     _write_jsonl(py_malformed, st.malformed)
-    malformed = spark.read.schema(schemas.MALFORMED).json(str(py_malformed)).unionByName(hist_malformed)
-    paths["malformed"] = str(tables_dir / "malformed")
-    writes.append(lambda: malformed.coalesce(1).write.mode("overwrite").parquet(paths["malformed"]))
+    tables["malformed"] = spark.read.schema(schemas.MALFORMED).json(str(py_malformed)).unionByName(hist_malformed)
+    if in_memory:
+        tables = {name: df.cache() for name, df in tables.items()}
+    return tables, dict(st.run_ids)
+
+
+#: Tables written as one Parquet file each (small; the events keep their partitions).
+_ONE_FILE = ("cells", "members", "topics", "nemesis", "frames", "subscriptions", "assignments", "commits", "malformed")
+
+
+def write_tables(tables: dict, tables_dir: Path) -> dict[str, str]:
+    """Write DataFrames as Parquet under ``tables_dir/<name>`` concurrently; return name -> path.
+
+    Raises the first write's exception after all writes have finished.
+    """
+    paths = {name: str(Path(tables_dir) / name) for name in tables}
+    writes = [lambda name=name, df=df: (df.coalesce(1) if name in _ONE_FILE else df).write.mode("overwrite")
+              .parquet(paths[name]) for name, df in tables.items()]
     for result in run_all(writes):
         if isinstance(result, BaseException):
             raise result
-    paths["__runs__"] = json.dumps(st.run_ids)
+    return paths
+
+
+def ingest(spark, run_dirs: list[Path], out_dir: Path) -> dict[str, str]:
+    """Write the typed input tables as Parquet under ``out_dir/tables``; return name -> path.
+
+    Also returns the run id of each run directory under the key ``"__runs__"``
+    (a JSON string), since a run id comes from its manifest.
+    """
+    tables, run_ids = build(spark, run_dirs, out_dir)
+    paths = write_tables(tables, Path(out_dir) / "tables")
+    paths["__runs__"] = json.dumps(run_ids)
     return paths
 
 

@@ -21,8 +21,12 @@ check's query depends on rows it collected). A batch whose histories and
 wire captures total at most ``config.PIPELINE_SMALL_INPUT_BYTES`` is judged
 with ``config.PIPELINE_SMALL_SQL_CONF`` (no code generation, no adaptive
 planning, one shuffle partition: per-stage latency dominates tiny data)
-and every table cached in memory for the checks; a process whose first
-judge is small starts its JVM with ``config.PIPELINE_SMALL_DRIVER_JAVA_OPTIONS``.
+and in memory: every input and derived table is cached and computed once
+(no Parquet staging and reading back), the pieces several checks share
+(:meth:`conformance.pipeline.derived.Tables.shared`) are cached too, and
+the Parquet tables are written from the cache after the checks; a process
+whose first judge is small starts its JVM with
+``config.PIPELINE_SMALL_DRIVER_JAVA_OPTIONS``.
 None of this changes a verdict (bench/pipeline_verdict_digest.py compares).
 """
 
@@ -179,17 +183,49 @@ def sql_conf(spark, settings: dict[str, str]):
 
 
 def _judge(spark, run_dirs: list[Path], out_dir: Path, clock: "Phases", phases: dict | None, small: bool) -> list[dict]:
+    if small:
+        return _judge_in_memory(spark, run_dirs, out_dir, clock, phases)
     paths = ingest.ingest(spark, [Path(p) for p in run_dirs], out_dir)
     clock.lap("ingest")
     t = derived.load(spark, paths)
     _materialize(spark, t, out_dir / "tables")
-    cached = _cache_all(t) if small else []
+    clock.lap("derive")
+    result = _check(spark, t, json.loads(paths["__runs__"]), clock, phases)
+    _write_verdicts(result, out_dir)
+    return result
+
+
+#: The derived tables written under ``tables/`` next to the inputs.
+_DERIVED_WRITTEN = ("run_end", "incarnations", "member_ids", "partitions", "ownership", "generations",
+                    "leader_assignments")
+
+
+def _judge_in_memory(spark, run_dirs: list[Path], out_dir: Path, clock: "Phases", phases: dict | None) -> list[dict]:
+    """Small inputs: every table cached in memory and computed once; the checks read the cache and
+    the Parquet tables are written from it at the end (no staging and reading back)."""
+    inputs, run_ids = ingest.build(spark, [Path(p) for p in run_dirs], out_dir, in_memory=True)
+    clock.lap("ingest")
+    t = derived.load_second(derived.load_frames(inputs))
+    t.cache_shared = True
+    cached = _cache_all(t)
     clock.lap("derive")
     try:
-        return _check(spark, t, paths, out_dir, clock, phases)
+        result = _check(spark, t, run_ids, clock, phases)
+        ingest.write_tables({name: getattr(t, name) for name in (*ingest.TABLE_NAMES, *_DERIVED_WRITTEN)},
+                            out_dir / "tables")
+        clock.lap("write_tables")
     finally:
+        t.release_shared()
         for df in cached:
             df.unpersist()
+    _write_verdicts(result, out_dir)
+    return result
+
+
+def _write_verdicts(result: list[dict], out_dir: Path) -> None:
+    tmp = out_dir / "verdicts.json.tmp"
+    tmp.write_text(json.dumps(result, indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, out_dir / "verdicts.json")
 
 
 #: Every table the checks read (inputs, derived).
@@ -206,13 +242,14 @@ def _cache_all(t: derived.Tables) -> list:
     """
     cached = []
     for name in _TABLES:
-        df = getattr(t, name).cache()
+        df = getattr(t, name)
+        df = df if df.is_cached else df.cache()
         setattr(t, name, df)
         cached.append(df)
     return cached
 
 
-def _check(spark, t: derived.Tables, paths: dict, out_dir: Path, clock: "Phases", phases: dict | None) -> list[dict]:
+def _check(spark, t: derived.Tables, run_ids: dict[str, str], clock: "Phases", phases: dict | None) -> list[dict]:
 
     def basics() -> tuple:
         cells_rows, member_rows, malformed_rows = t.collect_many(t.cells, t.members, t.malformed)
@@ -237,9 +274,5 @@ def _check(spark, t: derived.Tables, paths: dict, out_dir: Path, clock: "Phases"
     for r in member_rows:
         members.setdefault(r["run"], []).append(r["spec"] or r["member"])
     malformed = [r.asDict() for r in malformed_rows]
-    run_dirs_by_id = {run: d for d, run in json.loads(paths["__runs__"]).items()}
-    result = assemble(cells, members, dict(zip(CATALOG, found)), cell_metrics, malformed, run_dirs_by_id)
-    tmp = out_dir / "verdicts.json.tmp"
-    tmp.write_text(json.dumps(result, indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, out_dir / "verdicts.json")
-    return result
+    run_dirs_by_id = {run: d for d, run in run_ids.items()}
+    return assemble(cells, members, dict(zip(CATALOG, found)), cell_metrics, malformed, run_dirs_by_id)

@@ -103,7 +103,12 @@ def check_d2(t: Tables) -> list[dict]:
 
 
 def duplicates(t: Tables):
-    """Per re-consumed range: who consumed it again, when, and when it was first consumed."""
+    """Per re-consumed range: who consumed it again, when, and when it was first consumed
+    (built once: D3 and the metrics share it)."""
+    return t.shared("duplicates", lambda: _build_duplicates(t))
+
+
+def _build_duplicates(t: Tables):
     c = t.events.where(F.col("event") == "consumed").select("run", "member", "ts", "topic", "partition",
                                                             "first_offset", "last_offset")
     w = Window.partitionBy("run", "topic", "partition").orderBy("first_offset", "ts")

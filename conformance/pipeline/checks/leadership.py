@@ -37,7 +37,12 @@ _STOPS = ("terminate", "kill")
 
 
 def _leader_view(t: Tables):
-    """(run, generation, subject_member_id, subject name, topics) from the leader's JoinGroup response."""
+    """(run, generation, subject_member_id, subject name, topics) from the leader's JoinGroup response
+    (built once per Tables: several checks share it)."""
+    return t.shared("leader_view", lambda: _build_leader_view(t))
+
+
+def _build_leader_view(t: Tables):
     return (t.subscriptions.where(F.col("source") == "leader-view")
             .join(t.member_ids.select("run", F.col("member_id").alias("subject_member_id"), F.col("member").alias("subject")),
                   ["run", "subject_member_id"], "left")
@@ -46,8 +51,8 @@ def _leader_view(t: Tables):
 
 
 def _leader_sync(t: Tables):
-    """The leader's SyncGroup assignment rows: one per (run, generation, subject_member_id)."""
-    return t.leader_assignments.dropDuplicates(["run", "generation", "subject_member_id"])
+    """The leader's SyncGroup assignment rows: one per (run, generation, subject_member_id) (built once)."""
+    return t.shared("leader_sync", lambda: t.leader_assignments.dropDuplicates(["run", "generation", "subject_member_id"]))
 
 
 def check_l1(t: Tables) -> list[dict]:
@@ -92,7 +97,11 @@ def check_l1(t: Tables) -> list[dict]:
 
 
 def _assignment_rows(t: Tables):
-    """Exploded leader assignments joined with the subject's subscribed topics."""
+    """Exploded leader assignments joined with the subject's subscribed topics (built once)."""
+    return t.shared("assignment_rows", lambda: _build_assignment_rows(t))
+
+
+def _build_assignment_rows(t: Tables):
     sync = _leader_sync(t).where(F.col("decode_error").isNull())
     view = _leader_view(t).select("run", "generation", "subject_member_id", "topics")
     # SyncGroup carries the protocol name only from v5; the generation's JoinGroup always does.
@@ -106,7 +115,11 @@ def _assignment_rows(t: Tables):
 
 
 def _complete_gens(t: Tables):
-    """(run, generation, complete, final) for generations with a leader SyncGroup."""
+    """(run, generation, complete, final) for generations with a leader SyncGroup (built once)."""
+    return t.shared("complete_gens", lambda: _build_complete_gens(t))
+
+
+def _build_complete_gens(t: Tables):
     a = _assignment_rows(t)
     subscribed = (_leader_view(t).select("run", "generation", F.explode("topics").alias("topic")).distinct()
                   .join(t.partitions, ["run", "topic"]))

@@ -118,6 +118,11 @@ def check_r2(t: Tables) -> list[dict]:
 
 
 def _tp_events(t: Tables):
+    """One row per (assigned|revoked|lost event, partition) (built once: R3 and R4 share it)."""
+    return t.shared("tp_events", lambda: _build_tp_events(t))
+
+
+def _build_tp_events(t: Tables):
     return (t.events_inc.where(F.col("event").isin("assigned", "revoked", "lost"))
             .select("run", "member", "file", "incarnation", "line", "ts", "event", "protocol",
                     F.explode("partitions").alias("tp"))
@@ -129,7 +134,7 @@ def _coop_runs(t: Tables):
 
 
 def check_r3(t: Tables) -> list[dict]:
-    ev = _tp_events(t).join(_coop_runs(t), "run")
+    ev = t.shared("coop_tp_events", lambda: _tp_events(t).join(_coop_runs(t), "run"))
     w = Window.partitionBy("run", "file", "incarnation", "topic", "partition").orderBy("line")
     ev = ev.withColumn("next_event", F.lead("event").over(w)).withColumn("next_ts", F.lead("ts").over(w))
     again = ev.where((F.col("event") == "revoked") & (F.col("next_event") == "assigned")
@@ -156,7 +161,7 @@ def check_r3(t: Tables) -> list[dict]:
 
 def check_r4(t: Tables) -> list[dict]:
     tm = timing(t.cells).select("run", "revoke_ms")
-    ev = _tp_events(t).join(_coop_runs(t), "run")
+    ev = t.shared("coop_tp_events", lambda: _tp_events(t).join(_coop_runs(t), "run"))
     revokes = (ev.where(F.col("event") == "revoked").join(tm, "run").join(t.run_end, "run")
                .where(F.col("ts") + F.col("revoke_ms") <= F.col("run_end_ts")))
     alive_after = (t.incarnations.select("run", F.col("end_ts").alias("i_end"), F.col("start_ts").alias("i_start")))
