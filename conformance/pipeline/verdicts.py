@@ -21,12 +21,13 @@ check's query depends on rows it collected). A batch whose histories and
 wire captures total at most ``config.PIPELINE_SMALL_INPUT_BYTES`` is judged
 with ``config.PIPELINE_SMALL_SQL_CONF`` (no code generation, no adaptive
 planning, one shuffle partition: per-stage latency dominates tiny data)
-and in memory: every input and derived table is cached and computed once
-(no Parquet staging and reading back), the pieces several checks share
-(:meth:`conformance.pipeline.derived.Tables.shared`) are cached too, and
-the Parquet tables are written from the cache after the checks; a process
-whose first judge is small starts its JVM with
-``config.PIPELINE_SMALL_DRIVER_JAVA_OPTIONS``.
+and every table cached in memory for the checks, as are the pieces several
+checks share (:meth:`conformance.pipeline.derived.Tables.shared`: built
+once, e.g. the leader's view, complete generations, duplicates); with
+``config.PIPELINE_SMALL_IN_MEMORY`` (off: measured slower, the one combined
+action then computes every table) the tables are not staged as Parquet
+and read back but cached and written after the checks. A process whose
+first judge is small starts its JVM with ``config.PIPELINE_SMALL_DRIVER_JAVA_OPTIONS``.
 None of this changes a verdict (bench/pipeline_verdict_digest.py compares).
 """
 
@@ -183,14 +184,21 @@ def sql_conf(spark, settings: dict[str, str]):
 
 
 def _judge(spark, run_dirs: list[Path], out_dir: Path, clock: "Phases", phases: dict | None, small: bool) -> list[dict]:
-    if small:
+    if small and config.PIPELINE_SMALL_IN_MEMORY:
         return _judge_in_memory(spark, run_dirs, out_dir, clock, phases)
     paths = ingest.ingest(spark, [Path(p) for p in run_dirs], out_dir)
     clock.lap("ingest")
     t = derived.load(spark, paths)
     _materialize(spark, t, out_dir / "tables")
+    t.cache_shared = small
+    cached = _cache_all(t) if small else []
     clock.lap("derive")
-    result = _check(spark, t, json.loads(paths["__runs__"]), clock, phases)
+    try:
+        result = _check(spark, t, json.loads(paths["__runs__"]), clock, phases)
+    finally:
+        t.release_shared()
+        for df in cached:
+            df.unpersist()
     _write_verdicts(result, out_dir)
     return result
 

@@ -1,0 +1,65 @@
+"""Tables.shared: pieces several checks need are built once per Tables, nested pieces do not deadlock,
+cached only when asked, and released."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from conformance.pipeline.derived import Tables
+from conformance.pipeline.session import get_session
+
+
+@pytest.fixture(scope="module")
+def spark():
+    return get_session()
+
+
+def _tables(spark) -> Tables:
+    df = spark.range(3)
+    return Tables(*[df] * 10)
+
+
+def test_built_once_and_nested_pieces(spark):
+    t = _tables(spark)
+    builds: list[str] = []
+
+    def inner():
+        builds.append("inner")
+        return spark.range(5)
+
+    def outer():   # a piece built on another piece (the lock is re-entrant)
+        builds.append("outer")
+        return t.shared("inner", inner).where("id > 1")
+
+    first = t.shared("outer", outer)
+    again = t.shared("outer", outer)
+    assert first is again
+    assert t.shared("inner", inner) is t.shared("inner", inner)
+    assert builds == ["outer", "inner"]
+    assert sorted(r["id"] for r in first.collect()) == [2, 3, 4]
+    assert not first.is_cached   # cache_shared off: nothing is cached
+
+
+def test_threads_share_one_build_and_release_unpersists(spark):
+    t = _tables(spark)
+    t.cache_shared = True
+    builds: list[int] = []
+    got: list = []
+
+    def build():
+        builds.append(1)
+        return spark.range(4)
+
+    threads = [threading.Thread(target=lambda: got.append(t.shared("p", build))) for _ in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=60)
+    assert len(builds) == 1 and len(got) == 4 and all(g is got[0] for g in got)
+    assert got[0].is_cached and got[0].count() == 4
+    t.release_shared()
+    assert not got[0].is_cached
+    t.shared("p", build)
+    assert len(builds) == 2   # forgotten after release
