@@ -195,11 +195,13 @@ BREAKS: dict[str, str] = {
     "l2": "the leader of generation 2 assigns m1 a partition of a topic nobody subscribed to",
     "l3": "the final generation gives m1 one partition and m2 three",
     "l4": "a generation 4 with the same members swaps every partition",
+    "l4-eager-allowed": "as l4, but both members declare nothing owned in generation 4 (eager): allowed",
     "l5": "a leader-rotation cell in which the reference member never leads",
     "r1": "generation 2 hands t-2 to m2 while m1 validly declares it owned",
     "r2": "m2 records t-2 assigned while m1 still owns it",
     "r2-allowed": "as r2, but m1 is paused (SIGSTOP) at the time: allowed",
     "r3": "m1 revokes t-0 and gets it back with no other owner in between",
+    "r3-allowed": "as r3, but during a broker restart (the session was cut, not rebalanced): allowed",
     "r4": "t-2, t-3 are revoked and nobody gets them for the rest of a long run",
     "r5": "every member offers only cooperative-sticky but the final generation is range",
     "d1": "m2 never consumes offsets 90-99 of t-3",
@@ -272,7 +274,10 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
             b.fault(11240, "pause", "m1")
             b.fault(11260, "resume", "m1", phase="heal")
         b.assigned("m2", 11250, [(T, 2)])               # m1 has not given t-2 up yet
-    if break_ == "r3":
+    if break_ == "r3-allowed":
+        b.fault(11290, "broker-restart", "broker")
+        b.fault(11320, "broker-restart", "broker", phase="heal")
+    if break_ in ("r3", "r3-allowed"):
         b.revoked("m1", 11300, [(T, 0)])
         b.assigned("m1", 11350, [(T, 0)])
     b.revoked("m1", 11400, all4[2:])
@@ -293,9 +298,10 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
     news = [tp for tp in final["m2"] if not (break_ in ("r2", "r2-allowed") and tp == (T, 2))]
     if news:
         b.assigned("m2", 12700, news)
-    if break_ == "l4":
-        b.join(4, 20000, "m1", {"m1": b.subscription("m1", owned=all4[:2], generation=3),
-                                 "m2": b.subscription("m2", owned=all4[2:], generation=3)})
+    if break_ in ("l4", "l4-eager-allowed"):
+        eager = break_ == "l4-eager-allowed"
+        b.join(4, 20000, "m1", {"m1": b.subscription("m1", owned=[] if eager else all4[:2], generation=3),
+                                 "m2": b.subscription("m2", owned=[] if eager else all4[2:], generation=3)})
         b.sync(4, 20100, "m1", {"m1": all4[2:], "m2": all4[:2]})
     for p in range(4):
         b.produced(13000 + p, T, p, 50, 99)

@@ -19,7 +19,12 @@ Allowed anomalies:
 - L3 applies to balancing assignors (config.BALANCED_ASSIGNORS) with equal
   subscriptions; range balances per topic and may differ by more than one.
 - L4 applies to sticky assignors (config.STICKY_ASSIGNORS) with equal
-  subscriptions in both generations.
+  subscriptions in both generations, and counts a survivor's partition as
+  moved only if the survivor told the leader it had it: declared it owned in
+  the first JoinGroup after the earlier generation, or carried sticky userData
+  (which holds the previous assignment). A member rebalancing eagerly (e.g.
+  ``[cooperative-sticky, range]`` during an upgrade) revokes everything and
+  declares nothing, so no assignor can keep its partitions in place.
 """
 
 from __future__ import annotations
@@ -31,6 +36,9 @@ from pyspark.sql import functions as F
 from conformance import config
 from conformance.pipeline.checks.common import fmt_tps, violation
 from conformance.pipeline.derived import Tables
+
+#: userData formats that carry the member's previous assignment (eager StickyAssignor).
+_STICKY_USERDATA = ("sticky-v0", "sticky-v1")
 
 #: Nemesis faults that stop a member until its next ``start``.
 _STOPS = ("terminate", "kill")
@@ -220,7 +228,22 @@ def check_l4(t: Tables) -> list[dict]:
                     "partition"))
     view_rows = _leader_view(t).join(complete, ["run", "generation"])
     ids_at = _leader_view(t).groupBy("run", "generation").agg(F.collect_set("subject_member_id").alias("ids"))
-    rows, view_rows, ids_at = t.collect_many(rows, view_rows, ids_at)
+    told = (t.subscriptions.where((F.col("source") == "leader-view") & F.col("decode_error").isNull())
+            .select("run", "generation", "subject_member_id",
+                    F.col("userdata_format").isin(*_STICKY_USERDATA).alias("sticky_userdata"),
+                    F.explode_outer("owned").alias("tp"))
+            .select("run", "generation", "subject_member_id", "sticky_userdata", "tp.topic", "tp.partition"))
+    rows, view_rows, ids_at, told = t.collect_many(rows, view_rows, ids_at, told)
+    # (run, generation, member id) -> partitions declared owned in that JoinGroup, or None for "all it had".
+    declared: dict[tuple, set | None] = {}
+    for r in told:
+        key = (r["run"], r["generation"], r["subject_member_id"])
+        if r["sticky_userdata"]:
+            declared[key] = None
+        elif key not in declared or declared[key] is not None:
+            got = declared.setdefault(key, set())
+            if r["topic"] is not None:
+                got.add((r["topic"], r["partition"]))
     # Member ids per generation, complete or not: L4 compares two complete generations only
     # when every generation after the first has the second's members (one join or leave,
     # then its follow-up rounds); across several membership changes, moves can be needed.
@@ -251,7 +274,11 @@ def check_l4(t: Tables) -> list[dict]:
                 continue
             o1, o2 = owners[(run, g1)], owners[(run, g2)]
             survivors = [m for m in s2 if m in s1]
-            moved = sorted(tp for tp, m in o1.items() if m in survivors and o2.get(tp) != m)
+            def told_leader(tp: tuple, m: str) -> bool:
+                d = declared.get((run, g1 + 1, m), set())
+                return d is None or tp in d
+
+            moved = sorted(tp for tp, m in o1.items() if m in survivors and o2.get(tp) != m and told_leader(tp, m))
             prev_counts: dict[str, int] = defaultdict(int)
             for tp, m in o1.items():
                 if tp in o2:

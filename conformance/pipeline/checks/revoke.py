@@ -12,6 +12,11 @@ Allowed anomalies, each with its reason:
   heartbeat interval after its heal: the group legitimately moved the
   partition, and the cut-off member records ``lost`` only once it notices.
   A killed member's ownership ends at the kill (see derived.incarnations).
+- R3: a revoke while a fault that makes the member look dead (the R2 list)
+  hits it or the broker, up to a session timeout plus a heartbeat after the
+  heal, is not judged: the member's session was cut, not rebalanced. Sarama
+  ends its whole session on a coordinator EOF and, having no "lost" signal,
+  reports it as a revoke of everything it then gets back (broker-restart).
 - R4: a revocation within the revoke bound of the run's end is not judged
   (the run ended before the bound), and neither is one after which every
   member stopped.
@@ -139,6 +144,12 @@ def check_r3(t: Tables) -> list[dict]:
     ev = ev.withColumn("next_event", F.lead("event").over(w)).withColumn("next_ts", F.lead("ts").over(w))
     again = ev.where((F.col("event") == "revoked") & (F.col("next_event") == "assigned")
                      & (F.coalesce("protocol", F.lit("cooperative")) != "eager"))
+    win = _fault_windows(t)
+    cut = (again.join(win, "run")
+           .where((F.col("target").isin("all", "broker") | (F.col("target") == F.col("member")))
+                  & (F.col("ts") >= F.col("w_start")) & (F.col("ts") <= F.col("w_end")))
+           .select("run", "member", "line", "topic", "partition").distinct())
+    again = again.join(cut, ["run", "member", "line", "topic", "partition"], "left_anti")
     others = t.ownership.select("run", "topic", "partition", F.col("member").alias("other"), F.col("start_ts").alias("o_start"))
     moved = (again.join(others, ["run", "topic", "partition"])
              .where((F.col("other") != F.col("member")) & (F.col("o_start") >= F.col("ts"))
