@@ -124,11 +124,6 @@ PIPELINE_SMALL_SQL_CONF: dict[str, str] = {
 #: master: C1 only and the serial collector start faster (measured: JVM start 3.1 -> 2.5 s,
 #: first job 1.8 -> 1.4 s); a process that starts Spark for large inputs keeps the full JIT.
 PIPELINE_SMALL_DRIVER_JAVA_OPTIONS: str = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-#: Small batches judged in memory (tables cached and written as Parquet after the checks, no staging
-#: and reading back) when true; else staged as Parquet first. Off: measured on a real 5-member run
-#: (bench/pipeline_small.py) the one combined checks action then computes every table and grows more
-#: (12 -> 23 s, load ~5) than ingest and derive shrink (11 -> 3.5 s plus 2.5 s of writes at the end).
-PIPELINE_SMALL_IN_MEMORY: bool = os.environ.get("CONFORMANCE_PIPELINE_SMALL_IN_MEMORY", "0") == "1"
 #: Assignor protocol names that make a generation cooperative (KIP-429).
 COOPERATIVE_ASSIGNORS: tuple[str, ...] = ("cooperative-sticky",)
 #: Assignors whose moves L4 (stickiness) judges.

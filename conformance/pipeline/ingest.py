@@ -205,13 +205,11 @@ def _history_problem(F):
     return expr
 
 
-def read_histories(spark, files: list[dict], tmp: Path, in_memory: bool = False):
+def read_histories(spark, files: list[dict], tmp: Path):
     """(events, malformed) DataFrames from every member history file, by Spark.
 
     The text is read and parsed once and staged as Parquet (``tmp/lines``);
-    events and malformed lines are both cheap reads of that stage. With
-    ``in_memory`` (small inputs) the stage is cached in memory instead
-    (same rows and ids: the same text read, computed once).
+    events and malformed lines are both cheap reads of that stage.
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -241,12 +239,9 @@ def read_histories(spark, files: list[dict], tmp: Path, in_memory: bool = False)
                            _history_problem(F).alias("problem"))
     lines = parsed.select("uri", "_id", "_part", "run", "file", "_blank", "problem",
                           F.when(F.col("problem").isNull(), F.col("j")).alias("j"))
-    if in_memory:
-        lines = lines.cache()
-    else:
-        staged = str(tmp / "lines")
-        lines.write.mode("overwrite").parquet(staged)
-        lines = spark.read.parquet(staged)
+    staged = str(tmp / "lines")
+    lines.write.mode("overwrite").parquet(staged)
+    lines = spark.read.parquet(staged)
     splits = lines.groupBy("uri", "_part").agg(F.min("_id").alias("_first"), F.count("*").alias("_n"))
     splits = splits.withColumn("_before", F.coalesce(F.sum("_n").over(
         Window.partitionBy("uri").orderBy("_first").rowsBetween(Window.unboundedPreceding, -1)), F.lit(0)))
@@ -292,13 +287,9 @@ TABLE_NAMES = ("cells", "members", "topics", "nemesis", "frames", "subscriptions
                "events", "malformed")
 
 
-def build(spark, run_dirs: list[Path], out_dir: Path, in_memory: bool = False) -> tuple[dict, dict[str, str]]:
+def build(spark, run_dirs: list[Path], out_dir: Path) -> tuple[dict, dict[str, str]]:
     """The typed input tables as DataFrames (name -> DataFrame, in TABLE_NAMES order) and the run id
     of each run directory. Nothing is written under ``out_dir/tables`` yet (:func:`write_tables` does).
-
-    ``in_memory`` (small inputs): the histories' parsed lines are cached in
-    memory rather than staged as Parquet, and every table is cached, so
-    that the checks and the final writes read them from memory.
     """
     out_dir = Path(out_dir)
     tables_dir = out_dir / "tables"
@@ -319,15 +310,13 @@ def build(spark, run_dirs: list[Path], out_dir: Path, in_memory: bool = False) -
         src = tmp / f"{name}.jsonl"
         _write_jsonl(src, rows)
         tables[name] = spark.read.schema(schema).json(str(src))
-    events, hist_malformed = read_histories(spark, st.files, tmp, in_memory)
+    events, hist_malformed = read_histories(spark, st.files, tmp)
     if events is None:
         events = spark.createDataFrame([], _events_schema())
     tables["events"] = events
     py_malformed = tmp / "malformed.jsonl"
     _write_jsonl(py_malformed, st.malformed)
     tables["malformed"] = spark.read.schema(schemas.MALFORMED).json(str(py_malformed)).unionByName(hist_malformed)
-    if in_memory:
-        tables = {name: df.cache() for name, df in tables.items()}
     return tables, dict(st.run_ids)
 
 

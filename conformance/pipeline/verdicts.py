@@ -23,10 +23,9 @@ with ``config.PIPELINE_SMALL_SQL_CONF`` (no code generation, no adaptive
 planning, one shuffle partition: per-stage latency dominates tiny data)
 and every table cached in memory for the checks, as are the pieces several
 checks share (:meth:`conformance.pipeline.derived.Tables.shared`: built
-once, e.g. the leader's view, complete generations, duplicates); with
-``config.PIPELINE_SMALL_IN_MEMORY`` (off: measured slower, the one combined
-action then computes every table) the tables are not staged as Parquet
-and read back but cached and written after the checks. A process whose
+once, e.g. the leader's view, complete generations, duplicates). Judging
+small batches without staging the tables as Parquet measured slower (the
+one combined action then computes every table), so there is one path. A process whose
 first judge is small starts its JVM with ``config.PIPELINE_SMALL_DRIVER_JAVA_OPTIONS``.
 None of this changes a verdict (bench/pipeline_verdict_digest.py compares).
 """
@@ -184,8 +183,6 @@ def sql_conf(spark, settings: dict[str, str]):
 
 
 def _judge(spark, run_dirs: list[Path], out_dir: Path, clock: "Phases", phases: dict | None, small: bool) -> list[dict]:
-    if small and config.PIPELINE_SMALL_IN_MEMORY:
-        return _judge_in_memory(spark, run_dirs, out_dir, clock, phases)
     paths = ingest.ingest(spark, [Path(p) for p in run_dirs], out_dir)
     clock.lap("ingest")
     t = derived.load(spark, paths)
@@ -195,33 +192,6 @@ def _judge(spark, run_dirs: list[Path], out_dir: Path, clock: "Phases", phases: 
     clock.lap("derive")
     try:
         result = _check(spark, t, json.loads(paths["__runs__"]), clock, phases)
-    finally:
-        t.release_shared()
-        for df in cached:
-            df.unpersist()
-    _write_verdicts(result, out_dir)
-    return result
-
-
-#: The derived tables written under ``tables/`` next to the inputs.
-_DERIVED_WRITTEN = ("run_end", "incarnations", "member_ids", "partitions", "ownership", "generations",
-                    "leader_assignments")
-
-
-def _judge_in_memory(spark, run_dirs: list[Path], out_dir: Path, clock: "Phases", phases: dict | None) -> list[dict]:
-    """Small inputs: every table cached in memory and computed once; the checks read the cache and
-    the Parquet tables are written from it at the end (no staging and reading back)."""
-    inputs, run_ids = ingest.build(spark, [Path(p) for p in run_dirs], out_dir, in_memory=True)
-    clock.lap("ingest")
-    t = derived.load_second(derived.load_frames(inputs))
-    t.cache_shared = True
-    cached = _cache_all(t)
-    clock.lap("derive")
-    try:
-        result = _check(spark, t, run_ids, clock, phases)
-        ingest.write_tables({name: getattr(t, name) for name in (*ingest.TABLE_NAMES, *_DERIVED_WRITTEN)},
-                            out_dir / "tables")
-        clock.lap("write_tables")
     finally:
         t.release_shared()
         for df in cached:
