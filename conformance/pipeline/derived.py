@@ -20,15 +20,17 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from conformance import config
-from conformance.pipeline.ingest import with_incarnation
+from conformance.pipeline.ingest import read_back, with_incarnation
 
 
 @dataclass
@@ -97,7 +99,9 @@ def load(spark, paths: dict[str, str]) -> Tables:
     (run_end, incarnations, member_ids, partitions); :func:`load_second` does the rest."""
     names = ("cells", "members", "topics", "nemesis", "frames", "subscriptions", "assignments", "commits", "events",
              "malformed")
-    return load_frames({n: spark.read.parquet(paths[n]) for n in names})
+    known = json.loads(paths.get("__schemas__") or "{}")
+    return load_frames({n: read_back(spark, paths[n], StructType.fromJson(known[n])) if n in known
+                        else spark.read.parquet(paths[n]) for n in names})
 
 
 def load_frames(inputs: dict[str, DataFrame]) -> Tables:

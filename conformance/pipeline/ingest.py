@@ -165,6 +165,26 @@ def _stage_nemesis(run: str, path: Path, st: Staged) -> None:
                 st.malformed.append({"run": run, "file": str(path), "line": number, "problem": str(exc)})
 
 
+def nullable(schema):
+    """``schema`` with every field (nested too) nullable: the schema Spark infers for Parquet it wrote."""
+    from pyspark.sql.types import ArrayType, MapType, StructField, StructType
+
+    if isinstance(schema, StructType):
+        return StructType([StructField(f.name, nullable(f.dataType), True, f.metadata) for f in schema.fields])
+    if isinstance(schema, ArrayType):
+        return ArrayType(nullable(schema.elementType), True)
+    if isinstance(schema, MapType):
+        return MapType(nullable(schema.keyType), nullable(schema.valueType), True)
+    return schema
+
+
+def read_back(spark, path: str, schema):
+    """``spark.read.parquet(path)`` of Parquet just written from a DataFrame of ``schema``, without
+    the schema inference job Spark runs otherwise (one job per read: ~50 ms each on small inputs).
+    Same schema as inferred: Parquet keeps the Spark schema, and every column reads back nullable."""
+    return spark.read.schema(nullable(schema)).parquet(path)
+
+
 def _write_jsonl(path: Path, rows: list[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as fh:
@@ -241,7 +261,7 @@ def read_histories(spark, files: list[dict], tmp: Path):
                           F.when(F.col("problem").isNull(), F.col("j")).alias("j"))
     staged = str(tmp / "lines")
     lines.write.mode("overwrite").parquet(staged)
-    lines = spark.read.parquet(staged)
+    lines = read_back(spark, staged, lines.schema)
     splits = lines.groupBy("uri", "_part").agg(F.min("_id").alias("_first"), F.count("*").alias("_n"))
     splits = splits.withColumn("_before", F.coalesce(F.sum("_n").over(
         Window.partitionBy("uri").orderBy("_first").rowsBetween(Window.unboundedPreceding, -1)), F.lit(0)))
@@ -342,11 +362,14 @@ def ingest(spark, run_dirs: list[Path], out_dir: Path) -> dict[str, str]:
     """Write the typed input tables as Parquet under ``out_dir/tables``; return name -> path.
 
     Also returns the run id of each run directory under the key ``"__runs__"``
-    (a JSON string), since a run id comes from its manifest.
+    (a JSON string), since a run id comes from its manifest, and the tables'
+    schemas under ``"__schemas__"`` (JSON: name -> Spark schema JSON).
     """
     tables, run_ids = build(spark, run_dirs, out_dir)
     paths = write_tables(tables, Path(out_dir) / "tables")
     paths["__runs__"] = json.dumps(run_ids)
+    # The tables' schemas, so that reading them back needs no inference job (:func:`read_back`).
+    paths["__schemas__"] = json.dumps({name: df.schema.jsonValue() for name, df in tables.items()})
     return paths
 
 

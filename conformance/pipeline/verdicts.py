@@ -82,7 +82,7 @@ def _materialize(spark, t: derived.Tables, tables_dir: Path) -> None:
             if isinstance(result, BaseException):
                 raise result
         for name in wave:
-            setattr(t, name, spark.read.parquet(str(tables_dir / name)))
+            setattr(t, name, ingest.read_back(spark, str(tables_dir / name), getattr(t, name).schema))
 
 
 def assemble(cells: dict[str, dict], members: dict[str, list[str]], results: dict[str, list[dict] | BaseException],
