@@ -120,6 +120,10 @@ PIPELINE_SMALL_SQL_CONF: dict[str, str] = {
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
     "spark.sql.shuffle.partitions": "1",
 }
+#: Joins of a small batch are planned without automatic broadcasts (explicit broadcast hints stay):
+#: each automatic broadcast is a Spark job of its own (~60 jobs in the checks' combined action on a
+#: real 5-member run), while a shuffle with one partition is just one more stage of the same job.
+PIPELINE_SMALL_JOIN_CONF: dict[str, str] = {"spark.sql.autoBroadcastJoinThreshold": "-1"}
 #: Driver JVM flags when a process's session is first started for a small batch on a local
 #: master: C1 only and the serial collector start faster (measured: JVM start 3.1 -> 2.5 s,
 #: first job 1.8 -> 1.4 s); a process that starts Spark for large inputs keeps the full JIT.
