@@ -108,8 +108,6 @@ SPARK_CONF: dict[str, str] = {
     "spark.sql.files.maxPartitionBytes": str(256 * 1024 * 1024),
 }
 SPARK_LOG_LEVEL: str = "WARN"
-#: Serve all checks' collects with one Spark action per round (conformance.pipeline.batch).
-PIPELINE_BATCH_COLLECTS: bool = os.environ.get("CONFORMANCE_PIPELINE_BATCH", "1") != "0"
 #: Inputs (histories + wire captures) up to this many bytes are judged as a small batch: the
 #: SQL settings below apply for that judge call (tiny data: per-stage latency dominates, so no
 #: code generation, no adaptive re-planning, one shuffle partition). Measured in bench/pipeline_small.py.

@@ -100,13 +100,8 @@ def load(spark, paths: dict[str, str]) -> Tables:
     names = ("cells", "members", "topics", "nemesis", "frames", "subscriptions", "assignments", "commits", "events",
              "malformed")
     known = json.loads(paths.get("__schemas__") or "{}")
-    return load_frames({n: read_back(spark, paths[n], StructType.fromJson(known[n])) if n in known
-                        else spark.read.parquet(paths[n]) for n in names})
-
-
-def load_frames(inputs: dict[str, DataFrame]) -> Tables:
-    """:func:`load` over input tables given as DataFrames (name -> DataFrame, e.g. cached in memory)."""
-    t = Tables(**inputs)
+    t = Tables(**{n: read_back(spark, paths[n], StructType.fromJson(known[n])) if n in known
+                  else spark.read.parquet(paths[n]) for n in names})
     t.events_inc = with_incarnation(t.events)
     ev = t.events
     seen = (ev.groupBy("run").agg(F.max("ts").alias("seen_ts"))

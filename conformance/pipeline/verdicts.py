@@ -230,16 +230,12 @@ def _cache_all(t: derived.Tables) -> list:
 
 
 def _check(spark, t: derived.Tables, run_ids: dict[str, str], clock: "Phases", phases: dict | None) -> list[dict]:
-
-    def basics() -> tuple:
-        cells_rows, member_rows, malformed_rows = t.collect_many(t.cells, t.members, t.malformed)
-        return cells_rows, member_rows, malformed_rows
-
-    tasks = [lambda check=check: check(t) for check, _statement in CATALOG.values()]
     batcher = CollectBatcher(spark)
     t.collector = batcher
-    tasks = [basics] + tasks + [lambda: metrics.compute(t)]
-    results = batcher.run(tasks) if config.PIPELINE_BATCH_COLLECTS else run_all(tasks)
+    tasks = ([lambda: t.collect_many(t.cells, t.members, t.malformed)]
+             + [lambda check=check: check(t) for check, _statement in CATALOG.values()]
+             + [lambda: metrics.compute(t)])
+    results = batcher.run(tasks)
     clock.lap("checks")
     if phases is not None:
         phases["collect_rounds"] = batcher.rounds
