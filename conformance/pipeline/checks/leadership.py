@@ -234,16 +234,16 @@ def check_l4(t: Tables) -> list[dict]:
                     F.explode_outer("owned").alias("tp"))
             .select("run", "generation", "subject_member_id", "sticky_userdata", "tp.topic", "tp.partition"))
     rows, view_rows, ids_at, told = t.collect_many(rows, view_rows, ids_at, told)
-    # (run, generation, member id) -> partitions declared owned in that JoinGroup, or None for "all it had".
-    declared: dict[tuple, set | None] = {}
+    # (run, generation, member id): partitions declared owned in that JoinGroup; members whose
+    # sticky userData told the leader everything they had.
+    declared: dict[tuple, set] = defaultdict(set)
+    told_all: set[tuple] = set()
     for r in told:
         key = (r["run"], r["generation"], r["subject_member_id"])
         if r["sticky_userdata"]:
-            declared[key] = None
-        elif key not in declared or declared[key] is not None:
-            got = declared.setdefault(key, set())
-            if r["topic"] is not None:
-                got.add((r["topic"], r["partition"]))
+            told_all.add(key)
+        if r["topic"] is not None:
+            declared[key].add((r["topic"], r["partition"]))
     # Member ids per generation, complete or not: L4 compares two complete generations only
     # when every generation after the first has the second's members (one join or leave,
     # then its follow-up rounds); across several membership changes, moves can be needed.
@@ -274,11 +274,8 @@ def check_l4(t: Tables) -> list[dict]:
                 continue
             o1, o2 = owners[(run, g1)], owners[(run, g2)]
             survivors = [m for m in s2 if m in s1]
-            def told_leader(tp: tuple, m: str) -> bool:
-                d = declared.get((run, g1 + 1, m), set())
-                return d is None or tp in d
-
-            moved = sorted(tp for tp, m in o1.items() if m in survivors and o2.get(tp) != m and told_leader(tp, m))
+            moved = sorted(tp for tp, m in o1.items() if m in survivors and o2.get(tp) != m
+                           and ((run, g1 + 1, m) in told_all or tp in declared.get((run, g1 + 1, m), ())))
             prev_counts: dict[str, int] = defaultdict(int)
             for tp, m in o1.items():
                 if tp in o2:

@@ -92,6 +92,18 @@ def _fault_windows(t: Tables):
                           F.when(F.col("w_end") < F.col("w_start"), F.col("w_start")).otherwise(F.col("w_end")).alias("w_end"))
 
 
+def _outside_fault_windows(t: Tables, df, keys: list[str], ts: str, members: list[str]):
+    """The rows of ``df`` whose ``ts`` does not fall in a fault window (:func:`_fault_windows`) of one
+    of the ``members`` columns' members, the broker or everyone; ``keys`` identify a row."""
+    win = _fault_windows(t)
+    hit = F.col("target").isin("all", "broker")
+    for m in members:
+        hit = hit | (F.col("target") == F.col(m))
+    excused = (df.join(win, "run").where(hit & (F.col(ts) >= F.col("w_start")) & (F.col(ts) <= F.col("w_end")))
+               .select(*keys).distinct())
+    return df.join(excused, keys, "left_anti")
+
+
 def check_r2(t: Tables) -> list[dict]:
     a = t.ownership.select("run", "topic", "partition", F.col("member").alias("m1"), F.col("start_ts").alias("s1"),
                            F.col("end_ts").alias("e1"), F.col("end_reason").alias("r1"))
@@ -100,12 +112,8 @@ def check_r2(t: Tables) -> list[dict]:
     ov = (a.join(b, ["run", "topic", "partition"])
           .where((F.col("m1") < F.col("m2")) & (F.col("s1") < F.col("e2")) & (F.col("s2") < F.col("e1")))
           .withColumn("ov_start", F.greatest("s1", "s2")).withColumn("ov_end", F.least("e1", "e2")))
-    win = _fault_windows(t)
-    allowed = (ov.join(win, "run")
-               .where(F.col("target").isin("all", "broker") | (F.col("target") == F.col("m1")) | (F.col("target") == F.col("m2")))
-               .where((F.col("ov_start") >= F.col("w_start")) & (F.col("ov_start") <= F.col("w_end")))
-               .select("run", "topic", "partition", "m1", "s1", "m2", "s2").distinct())
-    bad = t.collect(ov.join(allowed, ["run", "topic", "partition", "m1", "s1", "m2", "s2"], "left_anti")
+    bad = t.collect(_outside_fault_windows(t, ov, ["run", "topic", "partition", "m1", "s1", "m2", "s2"], "ov_start",
+                                           ["m1", "m2"])
            .groupBy("run", "m1", "m2")
            .agg(F.collect_list(F.struct("topic", "partition", "ov_start", "ov_end", "r1", "r2")).alias("cases")))
     out = []
@@ -138,18 +146,18 @@ def _coop_runs(t: Tables):
     return t.cells.where(F.coalesce("expected_protocol", F.lit("cooperative")) == "cooperative").select("run")
 
 
+def _coop_tp_events(t: Tables):
+    """:func:`_tp_events` of cooperative runs (built once: R3 and R4 share it)."""
+    return t.shared("coop_tp_events", lambda: _tp_events(t).join(_coop_runs(t), "run"))
+
+
 def check_r3(t: Tables) -> list[dict]:
-    ev = t.shared("coop_tp_events", lambda: _tp_events(t).join(_coop_runs(t), "run"))
+    ev = _coop_tp_events(t)
     w = Window.partitionBy("run", "file", "incarnation", "topic", "partition").orderBy("line")
     ev = ev.withColumn("next_event", F.lead("event").over(w)).withColumn("next_ts", F.lead("ts").over(w))
     again = ev.where((F.col("event") == "revoked") & (F.col("next_event") == "assigned")
                      & (F.coalesce("protocol", F.lit("cooperative")) != "eager"))
-    win = _fault_windows(t)
-    cut = (again.join(win, "run")
-           .where((F.col("target").isin("all", "broker") | (F.col("target") == F.col("member")))
-                  & (F.col("ts") >= F.col("w_start")) & (F.col("ts") <= F.col("w_end")))
-           .select("run", "member", "line", "topic", "partition").distinct())
-    again = again.join(cut, ["run", "member", "line", "topic", "partition"], "left_anti")
+    again = _outside_fault_windows(t, again, ["run", "member", "line", "topic", "partition"], "ts", ["member"])
     others = t.ownership.select("run", "topic", "partition", F.col("member").alias("other"), F.col("start_ts").alias("o_start"))
     moved = (again.join(others, ["run", "topic", "partition"])
              .where((F.col("other") != F.col("member")) & (F.col("o_start") >= F.col("ts"))
@@ -172,7 +180,7 @@ def check_r3(t: Tables) -> list[dict]:
 
 def check_r4(t: Tables) -> list[dict]:
     tm = timing(t.cells).select("run", "revoke_ms")
-    ev = t.shared("coop_tp_events", lambda: _tp_events(t).join(_coop_runs(t), "run"))
+    ev = _coop_tp_events(t)
     revokes = (ev.where(F.col("event") == "revoked").join(tm, "run").join(t.run_end, "run")
                .where(F.col("ts") + F.col("revoke_ms") <= F.col("run_end_ts")))
     alive_after = (t.incarnations.select("run", F.col("end_ts").alias("i_end"), F.col("start_ts").alias("i_start")))
