@@ -36,6 +36,7 @@ from pathlib import Path
 from conformance import __version__, config
 from conformance.cluster import Cluster
 from conformance.cluster.supervisor import Supervisor
+from conformance.jsonl import read_records
 from conformance.members.harness_config import HarnessConfig
 from conformance.members.launch import MemberProcess, launch_member, launch_producer
 from conformance.members.spec import MemberSpec
@@ -65,7 +66,7 @@ class Bench:
         return proc
 
     def owned(self, name: str) -> set:
-        return observe.owned_at(observe.read_jsonl(self.run.history(name)), math.inf)
+        return observe.owned_at(read_records(self.run.history(name)), math.inf)
 
     def round_start(self, trigger_ts: float) -> float | None:
         """The first JoinGroup request on the wire at or after ``trigger_ts`` (the round's start)."""
@@ -81,7 +82,7 @@ class Bench:
         flat = [tp for tps in owned.values() for tp in tps]
         if not (len(flat) == len(set(flat)) == PARTITIONS and all(owned.values())):
             return False
-        changes = [e["ts"] for n in names for e in observe.read_jsonl(self.run.history(n))
+        changes = [e["ts"] for n in names for e in read_records(self.run.history(n))
                    if e["event"] in ("assigned", "revoked", "lost")]
         last = max(changes, default=0.0)
         return last > since and time.time() * 1000.0 - last >= QUIET_S * 1000.0
@@ -104,7 +105,7 @@ class Bench:
     def measure(self, start: float) -> dict[str, float] | None:
         wire = observe.group_wire(self.cluster.run_dir.wire, GROUP)
         syncs = [r["ts"] for r in observe.select(wire, "SyncGroup", "response") if r["ts"] > start]
-        events = observe.read_jsonl(self.run.history("ref"))
+        events = read_records(self.run.history("ref"))
         assigned = [e["ts"] for e in events if e["event"] == "assigned" and e["ts"] > start]
         if not assigned or not syncs:
             return None

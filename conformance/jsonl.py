@@ -1,4 +1,4 @@
-"""One JSON-lines appender for every log the suite writes (histories, nemesis, wire).
+"""One JSON-lines appender for every log the suite writes (histories, nemesis, wire), and its reader.
 
 Standard library only, so harnesses in their own virtual environments can use
 it through :mod:`conformance.history`. Guarantees: each :meth:`write` is one
@@ -39,3 +39,23 @@ class JsonLinesAppender:
             if fsync:
                 os.fsync(self._file.fileno())
             self._file.close()
+
+
+def read_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Every JSON object line of ``path``, in file order ([] when it does not exist yet). A line that
+    is not a JSON object (e.g. the one being written at the end) is skipped: for watchers and tests;
+    the pipeline's ingestion reports such lines instead."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        return []
+    out: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out

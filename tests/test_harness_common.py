@@ -15,6 +15,7 @@ from typing import Any, Callable
 import pytest
 
 from conformance.history import read_history
+from conformance.jsonl import read_records
 
 
 class HistoryProblem(AssertionError):
@@ -158,15 +159,7 @@ def ownership_problems(owned: dict[str, set[tuple[str, int]]], everything: set[t
 
 def wire_records(path: Path) -> list[dict[str, Any]]:
     """Every record of a run's wire.jsonl (a line being written at the end is skipped)."""
-    out = []
-    if not path.exists():
-        return out
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return out
+    return read_records(path)
 
 
 def requests(records: list[dict[str, Any]], api: str, member: str, after_ts: float = 0.0) -> list[dict[str, Any]]:

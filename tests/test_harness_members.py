@@ -16,7 +16,6 @@ One broker for the whole module (module-scoped cluster); every test bounded.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -30,7 +29,7 @@ from conformance.members.launch import MemberProcess, launch_member
 from conformance.members.spec import MemberSpec
 from conformance.rundir import RunDir
 
-from test_harness_common import (produce_records, check_clean_incarnation, load_history, missing_records, owned_after,
+from test_harness_common import (produce_records, requests, wire_records, check_clean_incarnation, load_history, missing_records, owned_after,
                                  wait_for)
 
 pytestmark = pytest.mark.slow
@@ -134,8 +133,7 @@ def test_sigterm_leaves_group_and_peer_takes_over(env, kind: str, version: str, 
     # Without a LeaveGroup, the broker would wait the 60 s session timeout before moving A's partitions.
     wait_for(lambda: owned_after(history(env, second)) == everything, LONG_SESSION_MS / 2000,
              f"{second} to own every partition after {first} left")
-    leaves = [r for r in map(json.loads, run.wire.read_text().splitlines())
-              if r.get("api") == "LeaveGroup" and r.get("direction") == "request" and r.get("member") == first]
+    leaves = requests(wire_records(run.wire), "LeaveGroup", first)
     assert leaves, f"no LeaveGroup request from {first} in {run.wire}"
     assert b.terminate(30) == 0
     check_clean_incarnation(history(env, second))

@@ -21,6 +21,7 @@ import pytest
 from conformance import config
 from conformance.cluster import Cluster
 from conformance.cluster.supervisor import Supervisor
+from conformance.jsonl import read_records
 from conformance.members.harness_config import HarnessConfig
 from conformance.members.launch import MemberProcess, launch_member, log_tail
 from conformance.members.spec import MemberSpec
@@ -85,7 +86,7 @@ class Group:
 
     # -- what happened
     def events(self, name: str) -> list[dict]:
-        return observe.read_jsonl(self.run.history(name))
+        return read_records(self.run.history(name))
 
     def owned(self, name: str) -> set[tuple[str, int]]:
         """What ``name``'s history says it owns now."""

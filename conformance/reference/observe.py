@@ -12,37 +12,20 @@ by ``(member, connection, correlation_id)``, the tap's own key.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from conformance.jsonl import read_records
 from conformance.protocol import Assignment, Subscription, decode_assignment, decode_subscription
 
 TP = tuple[str, int]
 Record = dict[str, Any]
 
 
-def read_jsonl(path: Path) -> list[Record]:
-    """Every complete JSON object line of ``path`` ([] when it does not exist yet)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return []
-    out: list[Record] = []
-    for line in text.splitlines():
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(rec, dict):
-            out.append(rec)
-    return out
-
-
 def group_wire(path: Path, group_id: str) -> list[Record]:
     """The wire records of ``group_id`` (requests, and responses through their request), in file order."""
-    return [r for r in read_jsonl(path) if r.get("group_id") == group_id]
+    return [r for r in read_records(path) if r.get("group_id") == group_id]
 
 
 def select(records: Iterable[Record], api: str, direction: str = "request", member: str | None = None) -> list[Record]:
