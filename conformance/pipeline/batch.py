@@ -29,6 +29,7 @@ import json
 import math
 import threading
 import time
+import uuid
 from typing import Any, Callable, Sequence
 
 _SIMPLE = {"StringType", "IntegerType", "LongType", "ShortType", "ByteType", "DoubleType", "FloatType", "BooleanType",
@@ -87,6 +88,10 @@ def _decode_rows(texts: list[str], schema) -> list:
 
 class CollectBatcher:
     """Serves the collects of concurrently running tasks with one action per round (see module docstring)."""
+
+    #: Tasks of the combined action's final stage (the machine's cores: the stage runs every
+    #: DataFrame's last steps).
+    RESULT_TASKS = 2
 
     def __init__(self, spark) -> None:
         self.spark = spark
@@ -179,20 +184,21 @@ class CollectBatcher:
                 if not _portable(schema) or len(batch) == 1:
                     raise LookupError("collect alone")
                 renamed = req["df"].toDF(*[f"c{j}" for j in range(len(schema.fields))])
-                combined.append(renamed.select(F.lit(i).alias("k"), F.to_json(F.struct("*")).alias("v")))
+                # ``o`` orders a DataFrame's rows as its collect() would (partition, then position),
+                # whatever order the combined action returns them in.
+                combined.append(renamed.select(F.lit(i).alias("k"), F.monotonically_increasing_id().alias("o"),
+                                               F.to_json(F.struct("*")).alias("v")))
                 keyed[i] = (req, schema, [])
             except Exception:
                 self._single(req)
         if combined:
             self.rounds += 1
             try:
-                union = combined[0]
-                for other in combined[1:]:
-                    union = union.unionAll(other)
+                union = self._union(combined)
                 t0 = time.perf_counter()
                 union._jdf.queryExecution().executedPlan()   # planning, timed apart from running
                 self.plan_s += time.perf_counter() - t0
-                for row in union.collect():
+                for row in sorted(union.collect(), key=lambda r: (r["k"], r["o"])):
                     keyed[row["k"]][2].append(row["v"])
                 for req, schema, texts in keyed.values():
                     req["rows"] = _decode_rows(texts, schema)
@@ -201,6 +207,25 @@ class CollectBatcher:
                 for req, _schema, _texts in keyed.values():
                     req["rows"] = None
                     self._single(req)
+
+    def _union(self, dfs: list):
+        """One DataFrame of every row of ``dfs`` (same columns), in ``RESULT_TASKS`` result tasks.
+
+        Built with one SQL UNION ALL over temporary views: analysed once, where chaining
+        ``unionAll`` re-analyses the growing plan at every step. Coalesced so that the
+        final stage's few tasks each deserialise the (large) plan once rather than one
+        task per partition of every DataFrame doing so.
+        """
+        tag = uuid.uuid4().hex
+        names = [f"__collect_{tag}_{i}" for i in range(len(dfs))]
+        try:
+            for name, df in zip(names, dfs):
+                df.createOrReplaceTempView(name)
+            union = self.spark.sql(" UNION ALL ".join(f"SELECT k, o, v FROM {name}" for name in names))
+        finally:
+            for name in names:
+                self.spark.catalog.dropTempView(name)
+        return union.coalesce(self.RESULT_TASKS)
 
     def _single(self, req: dict) -> None:
         self.singles += 1
