@@ -1,5 +1,5 @@
 """Tables.shared: pieces several checks need are built once per Tables, nested pieces do not deadlock,
-cached only when asked, and released."""
+pinned in memory (one partition) only when asked, and released."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from conformance.pipeline.derived import Tables
+from conformance.pipeline.derived import Tables, is_pinned
 from conformance.pipeline.session import get_session
 
 
@@ -39,10 +39,10 @@ def test_built_once_and_nested_pieces(spark):
     assert t.shared("inner", inner) is t.shared("inner", inner)
     assert builds == ["outer", "inner"]
     assert sorted(r["id"] for r in first.collect()) == [2, 3, 4]
-    assert not first.is_cached   # cache_shared off: nothing is cached
+    assert not is_pinned(first) and not first.is_cached   # cache_shared off: nothing is kept
 
 
-def test_threads_share_one_build_and_release_unpersists(spark):
+def test_threads_share_one_pinned_build_and_release_forgets(spark):
     t = _tables(spark)
     t.cache_shared = True
     builds: list[int] = []
@@ -58,8 +58,7 @@ def test_threads_share_one_build_and_release_unpersists(spark):
     for th in threads:
         th.join(timeout=60)
     assert len(builds) == 1 and len(got) == 4 and all(g is got[0] for g in got)
-    assert got[0].is_cached and got[0].count() == 4
+    assert is_pinned(got[0]) and got[0].count() == 4 and got[0].rdd.getNumPartitions() == 1
     t.release_shared()
-    assert not got[0].is_cached
     t.shared("p", build)
     assert len(builds) == 2   # forgotten after release

@@ -55,30 +55,27 @@ class Tables:
     partitions: DataFrame = None
     #: What serves the checks' collects (a :class:`conformance.pipeline.batch.CollectBatcher`); None: plain collect().
     collector: Any = None
-    #: Cache the pieces several checks share (:meth:`shared`) in memory (small inputs).
+    #: Pin the pieces several checks share (:meth:`shared`) in memory (:func:`pin`; small inputs).
     cache_shared: bool = False
     _shared: dict = field(default_factory=dict, repr=False)
     _shared_lock: Any = field(default_factory=threading.RLock, repr=False)  # re-entrant: pieces build on pieces
 
     def shared(self, name: str, build: Callable[[], DataFrame]) -> DataFrame:
         """The DataFrame ``build()`` makes, built once per Tables and ``name`` and then reused by every
-        check asking for it (cached in memory when ``cache_shared``), so that pieces several checks
+        check asking for it (pinned in memory when ``cache_shared``), so that pieces several checks
         need (the leader's view, complete generations, duplicates, ...) are computed once."""
         with self._shared_lock:
             df = self._shared.get(name)
             if df is None:
                 df = build()
                 if self.cache_shared:
-                    df = df.cache()
+                    df = pin(df)
                 self._shared[name] = df
             return df
 
     def release_shared(self) -> None:
-        """Unpersist the cached shared pieces and forget them."""
+        """Forget the shared pieces (pinned ones are then freed by Spark, see :func:`pin`)."""
         with self._shared_lock:
-            for df in self._shared.values():
-                if df.is_cached:
-                    df.unpersist()
             self._shared.clear()
 
     def collect(self, df: DataFrame) -> list:
@@ -90,18 +87,54 @@ class Tables:
         return self.collector.collect_many(*dfs) if self.collector is not None else [df.collect() for df in dfs]
 
 
+def pin(df: DataFrame) -> DataFrame:
+    """``df`` computed once, when first used, into memory as one partition (a lazy local
+    checkpoint: later queries over it see a leaf, so planning them neither re-plans ``df`` nor
+    searches the cache; one partition: joins and aggregations over pinned tables need no shuffle).
+    Spark frees the blocks once the DataFrame is garbage (its ContextCleaner)."""
+    return df.coalesce(1).localCheckpoint(eager=False)
+
+
+def is_pinned(df: DataFrame) -> bool:
+    """True when ``df`` is a :func:`pin`-ned DataFrame."""
+    try:
+        return bool(df._jdf.logicalPlan().rdd().getStorageLevel().isValid())
+    except Exception:  # not a checkpointed DataFrame
+        return False
+
+
 def is_cooperative(col):
     return col.isin(*config.COOPERATIVE_ASSIGNORS)
+
+
+#: The input tables (ingest) and the derived tables of each wave (a wave builds on the ones before).
+INPUTS = ("cells", "members", "topics", "nemesis", "frames", "subscriptions", "assignments", "commits", "events",
+          "malformed")
+FIRST_WAVE = ("events_inc", "run_end", "incarnations", "member_ids", "partitions")
+SECOND_WAVE = ("ownership", "generations", "leader_assignments")
 
 
 def load(spark, paths: dict[str, str]) -> Tables:
     """Read the ingested tables back and compute the first wave of derived tables
     (run_end, incarnations, member_ids, partitions); :func:`load_second` does the rest."""
-    names = ("cells", "members", "topics", "nemesis", "frames", "subscriptions", "assignments", "commits", "events",
-             "malformed")
     known = json.loads(paths.get("__schemas__") or "{}")
-    t = Tables(**{n: read_back(spark, paths[n], StructType.fromJson(known[n])) if n in known
-                  else spark.read.parquet(paths[n]) for n in names})
+    return load_first(Tables(**{n: read_back(spark, paths[n], StructType.fromJson(known[n])) if n in known
+                                else spark.read.parquet(paths[n]) for n in INPUTS}))
+
+
+def in_memory(inputs: dict[str, DataFrame], keep: Callable[[DataFrame], DataFrame]) -> Tables:
+    """Every table (inputs, both waves) from input DataFrames, each passed through ``keep``
+    (e.g. cached in memory) as it is defined, so that each later table builds on kept ones."""
+    t = Tables(**{n: keep(inputs[n]) for n in INPUTS})
+    for wave, build in ((FIRST_WAVE, load_first), (SECOND_WAVE, load_second)):
+        build(t)
+        for name in wave:
+            setattr(t, name, keep(getattr(t, name)))
+    return t
+
+
+def load_first(t: Tables) -> Tables:
+    """The first wave of derived tables (see :data:`FIRST_WAVE`) over ``t``'s inputs."""
     t.events_inc = with_incarnation(t.events)
     ev = t.events
     seen = (ev.groupBy("run").agg(F.max("ts").alias("seen_ts"))

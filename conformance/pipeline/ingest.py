@@ -185,6 +185,17 @@ def read_back(spark, path: str, schema):
     return spark.read.schema(nullable(schema)).parquet(path)
 
 
+def broadcast(df):
+    """``F.broadcast(df)`` (a join hint), unless the session plans joins without broadcasts
+    (``autoBroadcastJoinThreshold`` -1: small batches, where each broadcast is a Spark job of its
+    own while a one-partition sort-merge join is only more stages of the same job)."""
+    from pyspark.sql import functions as F
+
+    if df.sparkSession.conf.get("spark.sql.autoBroadcastJoinThreshold", None) == "-1":
+        return df
+    return F.broadcast(df)
+
+
 def _write_jsonl(path: Path, rows: list[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as fh:
@@ -252,7 +263,7 @@ def read_histories(spark, files: list[dict], tmp: Path):
     # count give each line's number as id - first id + lines in the file's earlier splits + 1.
     # explode(array(from_json)) parses each line once: referenced directly, the optimizer would
     # re-parse the line for every field the validation reads (measured: 3x slower).
-    parsed = (raw.join(F.broadcast(files_df), "uri")
+    parsed = (raw.join(broadcast(files_df), "uri")
               .select("uri", "_id", "_part", "run", "file", "value",
                       F.explode(F.array(F.from_json("value", schemas.HISTORY_JSON, {"mode": "PERMISSIVE"}))).alias("j")))
     parsed = parsed.select("uri", "_id", "_part", "run", "file", (F.trim("value") == "").alias("_blank"), "j",
@@ -266,7 +277,7 @@ def read_histories(spark, files: list[dict], tmp: Path):
     splits = splits.withColumn("_before", F.coalesce(F.sum("_n").over(
         Window.partitionBy("uri").orderBy("_first").rowsBetween(Window.unboundedPreceding, -1)), F.lit(0)))
     malformed = (lines.where(~F.col("_blank") & F.col("problem").isNotNull())
-                 .join(F.broadcast(splits), ["uri", "_part"])
+                 .join(broadcast(splits), ["uri", "_part"])
                  .select("run", "file", (F.col("_id") - F.col("_first") + F.col("_before") + 1).alias("line"), "problem"))
     good = lines.where(~F.col("_blank") & F.col("problem").isNull())
     tp = F.transform(F.col("j.partitions"), lambda a: F.struct(a[0].alias("topic"), a[1].cast("int").alias("partition")))
@@ -298,7 +309,7 @@ def with_incarnation(events):
                                                            F.lit(0).cast("long").alias("incarnation"),
                                                            F.col("_s").alias("_next"))
     bounds = bounds.unionByName(first)
-    joined = events.join(F.broadcast(bounds), ["run", "file"], "left").where(
+    joined = events.join(broadcast(bounds), ["run", "file"], "left").where(
         F.col("_s").isNull() | ((F.col("line") >= F.col("_s")) & (F.col("_next").isNull() | (F.col("line") < F.col("_next")))))
     return joined.withColumn("incarnation", F.coalesce("incarnation", F.lit(0).cast("long"))).drop("_s", "_next")
 

@@ -8,7 +8,8 @@ checks overlap. Results come back in input order; an exception is returned
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+import threading
 from typing import Callable, Sequence, TypeVar
 
 from conformance import config
@@ -25,3 +26,31 @@ def run_all(tasks: Sequence[Callable[[], T]], threads: int | None = None) -> lis
 
     with ThreadPoolExecutor(max_workers=threads or config.PIPELINE_THREADS) as pool:
         return list(pool.map(guarded, tasks))
+
+
+
+class Background:
+    """One call running in a daemon thread: :meth:`result` waits and returns or raises its outcome."""
+
+    def __init__(self, call: Callable[[], T]) -> None:
+        self._future: Future = Future()
+        self._thread = threading.Thread(target=self._run, args=(call,), name="background", daemon=True)
+        self._thread.start()
+
+    def _run(self, call: Callable[[], T]) -> None:
+        try:
+            self._future.set_result(call())
+        except BaseException as exc:  # re-raised by result()
+            self._future.set_exception(exc)
+
+    def result(self) -> T:
+        return self._future.result()
+
+    def wait(self) -> None:
+        """Wait for the call to end, whatever its outcome."""
+        self._thread.join()
+
+
+def run_in_thread(call: Callable[[], T]) -> Background:
+    """Start ``call()`` in a background thread (e.g. Parquet writes while the checks run)."""
+    return Background(call)

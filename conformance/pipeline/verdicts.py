@@ -17,19 +17,23 @@ derived ``ownership``, ``incarnations``, ``generations``) and
 Speed (bench/pipeline_small.py, bench/pipeline_throughput.py): the checks'
 collects are served by one Spark action per round
 (:class:`conformance.pipeline.batch.CollectBatcher`; one round unless a
-check's query depends on rows it collected). A batch whose histories and
-wire captures total at most ``config.PIPELINE_SMALL_INPUT_BYTES`` is judged
-with ``config.PIPELINE_SMALL_SQL_CONF`` (no code generation, no adaptive
-planning, one shuffle partition: per-stage latency dominates tiny data)
-plus ``config.PIPELINE_SMALL_JOIN_CONF`` (no automatic broadcast joins: each
-would be a Spark job of its own; measured on a real 5-member run: checks
-9.2 -> 7.7 s median) and every table cached in memory for the checks, as are the pieces several
-checks share (:meth:`conformance.pipeline.derived.Tables.shared`: built
-once, e.g. the leader's view, complete generations, duplicates). Judging
-small batches without staging the tables as Parquet measured slower (the
-one combined action then computes every table), so there is one path. A process whose
-first judge is small starts its JVM with ``config.PIPELINE_SMALL_DRIVER_JAVA_OPTIONS``.
-None of this changes a verdict (bench/pipeline_verdict_digest.py compares).
+check's query depends on rows it collected). Two ways of judging, by size:
+
+- A batch whose histories and wire captures total more than
+  ``config.PIPELINE_SMALL_INPUT_BYTES`` is staged: the input tables are
+  written as Parquet and read back, then the derived tables in two waves.
+- A small batch is judged in memory: every table (inputs, derived, and the
+  pieces several checks share, :meth:`conformance.pipeline.derived.Tables.shared`)
+  is pinned (:func:`conformance.pipeline.derived.pin`: computed once, one
+  partition), and the same tables are written as Parquet in the background
+  while the driver builds, plans and runs the checks. It runs with
+  ``config.PIPELINE_SMALL_SQL_CONF`` and ``PIPELINE_SMALL_JOIN_CONF`` (no code
+  generation, no adaptive planning, no broadcasts: per-stage and per-job
+  latency dominates tiny data), and a process whose first judge is small
+  starts its driver JVM as :mod:`conformance.pipeline.session` says.
+
+Both ways give the same verdicts (tests/test_pipeline_paths.py; on real runs,
+bench/pipeline_verdict_digest.py compares).
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ from conformance import config
 from conformance.pipeline import derived, ingest, metrics
 from conformance.pipeline.batch import CollectBatcher
 from conformance.pipeline.checks import CATALOG
-from conformance.pipeline.parallel import run_all
+from conformance.pipeline.parallel import run_all, run_in_thread
 from conformance.pipeline.session import get_session
 
 
@@ -73,8 +77,8 @@ def _materialize(spark, t: derived.Tables, tables_dir: Path) -> None:
     Two waves: the tables the others depend on, then the rest, each wave's
     writes running concurrently.
     """
-    for wave in (("run_end", "incarnations", "member_ids", "partitions"),
-                 ("ownership", "generations", "leader_assignments")):
+    for wave in (tuple(n for n in _DERIVED_WRITTEN if n in derived.FIRST_WAVE),
+                 tuple(n for n in _DERIVED_WRITTEN if n in derived.SECOND_WAVE)):
         if wave[0] == "ownership":
             t2 = derived.load_second(t)
             for name in wave:
@@ -185,48 +189,51 @@ def sql_conf(spark, settings: dict[str, str]):
 
 
 def _judge(spark, run_dirs: list[Path], out_dir: Path, clock: "Phases", phases: dict | None, small: bool) -> list[dict]:
+    if small:
+        return _judge_in_memory(spark, run_dirs, out_dir, clock, phases)
     paths = ingest.ingest(spark, [Path(p) for p in run_dirs], out_dir)
     clock.lap("ingest")
     t = derived.load(spark, paths)
     _materialize(spark, t, out_dir / "tables")
-    t.cache_shared = small
-    cached = _cache_all(t) if small else []
     clock.lap("derive")
     try:
         result = _check(spark, t, json.loads(paths["__runs__"]), clock, phases)
     finally:
         t.release_shared()
-        for df in cached:
-            df.unpersist()
     _write_verdicts(result, out_dir)
     return result
+
+
+def _judge_in_memory(spark, run_dirs: list[Path], out_dir: Path, clock: "Phases", phases: dict | None) -> list[dict]:
+    """Small batches: every table is computed once into memory (one partition each) and the checks
+    run while the tables are written as Parquet, concurrently (the driver builds and plans the
+    checks' queries while the executors write)."""
+    inputs, run_ids = ingest.build(spark, [Path(p) for p in run_dirs], out_dir)
+    t = derived.in_memory(inputs, derived.pin)
+    t.cache_shared = True
+    clock.lap("ingest")
+    tables = {name: getattr(t, name) for name in (*derived.INPUTS, *_DERIVED_WRITTEN)}
+    writing = run_in_thread(lambda: ingest.write_tables(tables, out_dir / "tables"))
+    try:
+        result = _check(spark, t, run_ids, clock, phases)
+        writing.result()
+        clock.lap("writes")
+    finally:
+        writing.wait()
+        t.release_shared()
+    _write_verdicts(result, out_dir)
+    return result
+
+
+#: Derived tables written under ``tables/`` (the others are steps towards these).
+_DERIVED_WRITTEN = ("run_end", "incarnations", "member_ids", "partitions", "ownership", "generations",
+                    "leader_assignments")
 
 
 def _write_verdicts(result: list[dict], out_dir: Path) -> None:
     tmp = out_dir / "verdicts.json.tmp"
     tmp.write_text(json.dumps(result, indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8")
     os.replace(tmp, out_dir / "verdicts.json")
-
-
-#: Every table the checks read (inputs, derived).
-_TABLES = ("cells", "members", "topics", "nemesis", "frames", "subscriptions", "assignments", "commits", "events",
-           "malformed", "events_inc", "run_end", "incarnations", "ownership", "member_ids", "generations",
-           "leader_assignments", "partitions")
-
-
-def _cache_all(t: derived.Tables) -> list:
-    """Keep every table in memory once computed (small batches: the checks read each many times).
-
-    Measured on the small run: the combined checks action 7.5 -> 5.3 s
-    (no re-reading of Parquet footers and files per scan).
-    """
-    cached = []
-    for name in _TABLES:
-        df = getattr(t, name)
-        df = df if df.is_cached else df.cache()
-        setattr(t, name, df)
-        cached.append(df)
-    return cached
 
 
 def _check(spark, t: derived.Tables, run_ids: dict[str, str], clock: "Phases", phases: dict | None) -> list[dict]:
