@@ -33,6 +33,7 @@ GO_DIR: Path = CACHE_DIR / "go"              # GOPATH (module cache) for Go buil
 JAVA_DIR: Path = CACHE_DIR / "java"          # java/harness.jar, java/kafka-clients-<v>/*.jar
 SARAMA_DIR: Path = CACHE_DIR / "sarama"      # sarama/<version>/harness
 VENVS_DIR: Path = CACHE_DIR / "venvs"        # venvs/<kind>-<version>/
+SPARK_DRIVER_DIR: Path = CACHE_DIR / "spark-driver"  # spark-<pyspark>-<key>{-rules.jar,.jsa} (pipeline.driver_jvm)
 
 # ---------------------------------------------------------------------------
 # Pinned versions. Resolved from the registries, not guessed (late 2026).

@@ -27,6 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from conformance.cluster import install as cluster_install
     from conformance.members import install as member_install
+    from conformance.pipeline import driver_jvm
 
     if args.all:
         brokers = list(config.BROKER_VERSIONS)
@@ -42,5 +43,7 @@ def run(args: argparse.Namespace) -> int:
     for version in dict.fromkeys(brokers):
         cluster_install.ensure_broker(version)
     cluster_install.ensure_toxiproxy()
+    archive = driver_jvm.ensure_archive()
+    print(f"setup: Spark driver rule and class archive: {archive or 'skipped (no java or javac on PATH)'}")
     print(f"setup: ready in {time.monotonic() - started:.1f}s (cache: {config.CACHE_DIR})")
     return 0

@@ -13,6 +13,7 @@ import sys
 import threading
 
 from conformance import config
+from conformance.pipeline import driver_jvm
 from conformance.errors import SuiteError
 
 _lock = threading.Lock()
@@ -24,8 +25,9 @@ def get_session(master: str | None = None, small: bool = False):
     """The process's SparkSession (created on first use).
 
     ``small``: the first use judges small inputs; a session started now on
-    a local master gets ``config.PIPELINE_SMALL_DRIVER_JAVA_OPTIONS`` (faster
-    JVM start). It changes nothing for a session that already runs.
+    a local master gets ``config.PIPELINE_SMALL_DRIVER_JAVA_OPTIONS`` and what
+    :mod:`conformance.pipeline.driver_jvm` provides once setup built it (a plan
+    rule, a class archive). It changes nothing for a session that already runs.
     """
     global _session, _master
     wanted = master or config.SPARK_MASTER
@@ -43,8 +45,11 @@ def get_session(master: str | None = None, small: bool = False):
             for key, value in config.SPARK_CONF.items():
                 if wanted.startswith("local") or not key.startswith("spark.driver.") or key == "spark.driver.memory":
                     builder = builder.config(key, value)
-            if small and wanted.startswith("local") and config.PIPELINE_SMALL_DRIVER_JAVA_OPTIONS:
-                builder = builder.config("spark.driver.extraJavaOptions", config.PIPELINE_SMALL_DRIVER_JAVA_OPTIONS)
+            if small and wanted.startswith("local"):
+                extra = driver_jvm.session_conf()
+                options = f"{config.PIPELINE_SMALL_DRIVER_JAVA_OPTIONS} {extra.pop('spark.driver.extraJavaOptions', '')}"
+                for key, value in {**extra, "spark.driver.extraJavaOptions": options.strip()}.items():
+                    builder = builder.config(key, value)
             _session = builder.getOrCreate()
             _session.sparkContext.setLogLevel(config.SPARK_LOG_LEVEL)
         except Exception as exc:  # JVM missing, master unreachable, ...

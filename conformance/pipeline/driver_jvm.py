@@ -1,0 +1,183 @@
+"""What the Spark driver JVM of a small judge gets beyond stock Spark: a plan rule and a class archive.
+
+Both are built by ``conformance setup`` into ``config.SPARK_DRIVER_DIR`` and
+are accelerators only: without them (setup not run, no ``javac``, another
+JDK, a reinstalled pyspark) a small judge runs as before, slower, with the
+same verdicts.
+
+- **Plan rule** (``jvm/SmallBatchRules.java``, compiled against the
+  interpreter's pyspark jars): a session extension that drops the shuffles
+  Spark's planner adds between one-partition inputs and one-partition outputs
+  (small batches keep every table in one partition). Such a shuffle moves rows
+  from one partition to one partition in order, so dropping it changes no row.
+- **Class archive** (class data sharing): a fresh JVM spends much of a small
+  judge loading and verifying Spark's classes. Setup judges the hand-made
+  cooperative story once with ``-XX:ArchiveClassesAtExit`` (rule jar on the
+  class path, as at use); later drivers map the archive
+  (``-XX:SharedArchiveFile``). A JVM that refuses it starts as before and
+  says nothing (its CDS logging is off).
+
+Guarantees: files are keyed by the pyspark version, the ``java`` executable
+and the interpreter; each is written under a temporary name and renamed into
+place once complete (the archive after the JVM that wrote it has exited), and
+rebuilt when older than what it was built from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from conformance import config
+from conformance.errors import SuiteError
+
+#: Environment variable naming where a training driver dumps its class archive.
+DUMP_ENV = "CONFORMANCE_SPARK_CLASS_DUMP"
+RULES_SOURCE = Path(__file__).parent / "jvm" / "SmallBatchRules.java"
+RULES_CLASS = "conformance.pipeline.SmallBatchRules"
+_QUIET = "-Xlog:cds=off,cds+dynamic=off"
+
+
+def _java(tool: str = "java") -> Path | None:
+    home = os.environ.get("JAVA_HOME")
+    found = Path(home) / "bin" / tool if home else (Path(w) if (w := shutil.which(tool)) else None)
+    return found.resolve() if found and found.exists() else None
+
+
+def _jars_dir() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent / "jars"
+
+
+def _stem() -> str | None:
+    """``spark-<version>-<key>`` for this pyspark, java and interpreter (None: no java)."""
+    import pyspark
+
+    java = _java()
+    if java is None:
+        return None
+    key = hashlib.sha256(f"{java}\n{sys.prefix}".encode()).hexdigest()[:12]
+    return f"spark-{pyspark.__version__}-{key}"
+
+
+def rules_jar() -> Path | None:
+    stem = _stem()
+    return None if stem is None else config.SPARK_DRIVER_DIR / f"{stem}-rules.jar"
+
+
+def archive_path() -> Path | None:
+    stem = _stem()
+    return None if stem is None else config.SPARK_DRIVER_DIR / f"{stem}.jsa"
+
+
+def _newer_than(path: Path | None, *sources: Path) -> bool:
+    """True when ``path`` exists and is at least as new as every source."""
+    try:
+        built = path.stat().st_mtime
+        return all(built >= s.stat().st_mtime for s in sources)
+    except (OSError, AttributeError):
+        return False
+
+
+def _jar_ready(jar: Path | None) -> bool:
+    return _newer_than(jar, RULES_SOURCE, _jars_dir())
+
+
+def _archive_ready(archive: Path | None, jar: Path | None) -> bool:
+    return _jar_ready(jar) and _newer_than(archive, jar, _jars_dir())
+
+
+def session_conf() -> dict[str, str]:
+    """Spark settings for a driver started for a small batch: the rule and, when ready (or while
+    training), the class archive. Empty when setup has not built the rule jar."""
+    jar = rules_jar()
+    if not _jar_ready(jar):
+        return {}
+    conf = {"spark.driver.extraClassPath": str(jar), "spark.sql.extensions": RULES_CLASS}
+    dump = os.environ.get(DUMP_ENV)
+    archive = archive_path()
+    if dump:
+        conf["spark.driver.extraJavaOptions"] = f"-XX:ArchiveClassesAtExit={dump} {_QUIET}"
+    elif _archive_ready(archive, jar):
+        conf["spark.driver.extraJavaOptions"] = f"-XX:SharedArchiveFile={archive} {_QUIET}"
+    return conf
+
+
+def ensure_rules_jar() -> Path | None:
+    """Compile the rule jar unless a fresh one exists; its path, or None without java/javac."""
+    jar, javac, jar_tool = rules_jar(), _java("javac"), _java("jar")
+    if jar is None or javac is None or jar_tool is None:
+        return None
+    if _jar_ready(jar):
+        return jar
+    jar.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="rules-", dir=jar.parent) as work:
+        classes = Path(work) / "classes"
+        built = Path(work) / "rules.jar"
+        for cmd in ([str(javac), "--release", "17", "-nowarn", "-d", str(classes), "-cp", str(_jars_dir() / "*"),
+                     str(RULES_SOURCE)],
+                    [str(jar_tool), "cf", str(built), "-C", str(classes), "."]):
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise SuiteError(f"building the Spark plan rule failed: {' '.join(cmd[:2])}: "
+                                 f"{(done.stderr or done.stdout)[-2000:]}")
+        os.replace(built, jar)
+    return jar
+
+
+_TRAIN = """
+import sys
+from pathlib import Path
+from conformance.pipeline import verdicts
+from conformance.pipeline.session import get_session, stop_session
+from conformance.pipeline.synth import cooperative_story
+root = Path(sys.argv[1])
+verdicts.judge([cooperative_story(root / "runs", "train")], root / "out")
+print("JVM", get_session()._jvm.java.lang.ProcessHandle.current().pid(), flush=True)
+stop_session()
+"""
+
+
+def _alive(pid: int) -> bool:
+    """True while process ``pid`` runs (a zombie has exited: nobody may reap it here)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2:].split()[0] != "Z"
+
+
+def ensure_archive(timeout_s: float = 300.0) -> Path | None:
+    """The rule jar, then the class archive, unless fresh ones exist; the archive's path, or
+    None without java/javac. Raises SuiteError (saying why) when a build fails."""
+    jar = ensure_rules_jar()
+    archive = archive_path()
+    if jar is None or archive is None:
+        return None
+    if _archive_ready(archive, jar):
+        return archive
+    tmp = archive.with_name(f"{archive.name}.{os.getpid()}.tmp")
+    try:
+        with tempfile.TemporaryDirectory(prefix="train-", dir=archive.parent) as work:
+            done = subprocess.run([sys.executable, "-c", _TRAIN, work], env={**os.environ, DUMP_ENV: str(tmp)},
+                                  capture_output=True, text=True, timeout=timeout_s)
+        pid = next((int(line.split()[1]) for line in done.stdout.splitlines() if line.startswith("JVM ")), None)
+        if done.returncode != 0 or pid is None:
+            raise SuiteError(f"building the Spark class archive failed (exit {done.returncode}): "
+                             f"{(done.stderr or done.stdout)[-2000:]}")
+        deadline = time.monotonic() + timeout_s
+        while _alive(pid) and time.monotonic() < deadline:   # the JVM writes the archive as it exits
+            time.sleep(0.2)
+        if not tmp.is_file() or tmp.stat().st_size == 0:
+            raise SuiteError(f"the training JVM (pid {pid}) wrote no class archive at {tmp}")
+        os.replace(tmp, archive)
+        return archive
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -1,0 +1,79 @@
+package conformance.pipeline;
+
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.SparkSessionExtensions;
+import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.execution.ColumnarRule;
+import org.apache.spark.sql.execution.SparkPlan;
+import org.apache.spark.sql.execution.exchange.ENSURE_REQUIREMENTS$;
+import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec;
+import scala.Function1;
+import scala.runtime.AbstractFunction1;
+import scala.runtime.AbstractPartialFunction;
+import scala.runtime.BoxedUnit;
+
+/**
+ * Spark session extension (spark.sql.extensions) of the conformance pipeline's small batches.
+ *
+ * <p>It drops every shuffle that Spark's planner inserts to meet a distribution requirement
+ * (origin ENSURE_REQUIREMENTS) when the shuffle has one output partition and its child already
+ * has exactly one partition. Such a shuffle moves every row from the one input partition to the
+ * one output partition in order: removing it changes no row and no order, only saves a stage.
+ * Small batches keep every table in one partition, yet the planner reshuffles both sides of a
+ * join whose input is an inner join of one-partition tables (their partitioning is then a
+ * collection, which its single-partition shortcut does not recognise).
+ */
+public final class SmallBatchRules extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
+
+    @Override
+    public BoxedUnit apply(SparkSessionExtensions extensions) {
+        Function1<SparkSession, ColumnarRule> build = new AbstractFunction1<SparkSession, ColumnarRule>() {
+            @Override
+            public ColumnarRule apply(SparkSession session) {
+                return new Rules();
+            }
+        };
+        extensions.injectColumnar(build);
+        return BoxedUnit.UNIT;
+    }
+
+    /** Runs after the planner has inserted its shuffles (columnar rules come after EnsureRequirements). */
+    static final class Rules extends ColumnarRule {
+        @Override
+        public Rule<SparkPlan> preColumnarTransitions() {
+            return new DropTrivialShuffles();
+        }
+    }
+
+    static final class DropTrivialShuffles extends Rule<SparkPlan> {
+        static boolean trivial(SparkPlan plan) {
+            if (!(plan instanceof ShuffleExchangeExec)) {
+                return false;
+            }
+            ShuffleExchangeExec shuffle = (ShuffleExchangeExec) plan;
+            return shuffle.shuffleOrigin() == ENSURE_REQUIREMENTS$.MODULE$
+                && shuffle.outputPartitioning().numPartitions() == 1
+                && shuffle.child().outputPartitioning().numPartitions() == 1;
+        }
+
+        @Override
+        public SparkPlan apply(SparkPlan plan) {
+            return plan.transformUp(new AbstractPartialFunction<SparkPlan, SparkPlan>() {
+                @Override
+                public boolean isDefinedAt(SparkPlan node) {
+                    return trivial(node);
+                }
+
+                @Override
+                public <A1 extends SparkPlan, B1> B1 applyOrElse(A1 node, Function1<A1, B1> otherwise) {
+                    if (trivial(node)) {
+                        @SuppressWarnings("unchecked")
+                        B1 child = (B1) ((ShuffleExchangeExec) node).child();
+                        return child;
+                    }
+                    return otherwise.apply(node);
+                }
+            });
+        }
+    }
+}

@@ -1,0 +1,113 @@
+"""The small-batch driver's plan rule and class archive (conformance.pipeline.driver_jvm).
+
+The rule must drop only shuffles that move nothing (one partition to one partition) and leave
+every row as it was; the archive and the rule are accelerators: without them a driver starts and
+judges as before.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance import config
+from conformance.pipeline import driver_jvm
+
+pytestmark = pytest.mark.slow
+
+_PROBE = """
+import json, sys
+from pyspark.sql import SparkSession, functions as F
+b = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+     .config("spark.sql.adaptive.enabled", "false").config("spark.sql.shuffle.partitions", "1")
+     .config("spark.sql.autoBroadcastJoinThreshold", "-1"))
+for k, v in json.loads(sys.argv[1]).items():
+    b = b.config(k, v)
+s = b.getOrCreate()
+df = s.range(300).withColumn("a", F.col("id") % 7).withColumn("b", F.col("id") % 5).repartition(3)
+pin = lambda d: d.coalesce(1).localCheckpoint(eager=False)
+c, d, e = pin(df), pin(df.select("a", F.col("b").alias("b2"))), pin(df.select("id", "b", (F.col("id") * 2).alias("x")))
+inner_then_left = c.join(d, "a").join(e, ["id", "b"], "left")                 # the shape the planner reshuffles
+union_then_agg = c.unionByName(c).groupBy("a").count()                         # two partitions: must stay shuffled
+out = {}
+for name, q in (("inner_then_left", inner_then_left), ("union_then_agg", union_then_agg)):
+    plan = q._jdf.queryExecution().executedPlan().toString()
+    out[name] = {"shuffles": plan.count("Exchange hashpartitioning"), "rows": sorted(map(list, q.collect()))}
+print("RESULT " + json.dumps(out))
+"""
+
+
+def _probe(conf: dict[str, str]) -> dict:
+    done = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(conf)], capture_output=True, text=True, timeout=300)
+    line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
+    assert line, done.stderr[-3000:]
+    return json.loads(line[len("RESULT "):])
+
+
+@pytest.fixture(scope="module")
+def jar(tmp_path_factory) -> Path:
+    old = config.SPARK_DRIVER_DIR
+    config.SPARK_DRIVER_DIR = tmp_path_factory.mktemp("spark-driver")
+    try:
+        built = driver_jvm.ensure_rules_jar()
+        assert built is not None and built.is_file()
+        yield built
+    finally:
+        config.SPARK_DRIVER_DIR = old
+
+
+def test_rule_drops_only_shuffles_that_move_nothing_and_keeps_every_row(jar):
+    stock = _probe({})
+    ruled = _probe({"spark.driver.extraClassPath": str(jar), "spark.sql.extensions": driver_jvm.RULES_CLASS})
+    assert stock["inner_then_left"]["shuffles"] == 2          # what the rule is for
+    assert ruled["inner_then_left"]["shuffles"] == 0
+    assert ruled["union_then_agg"]["shuffles"] == stock["union_then_agg"]["shuffles"] == 1
+    assert ruled == {k: {**v, "shuffles": ruled[k]["shuffles"]} for k, v in stock.items()}   # same rows
+    assert len(ruled["inner_then_left"]["rows"]) > 1000
+
+
+def test_jar_is_rebuilt_only_when_stale(tmp_path, monkeypatch):
+    source = tmp_path / "SmallBatchRules.java"
+    source.write_bytes(driver_jvm.RULES_SOURCE.read_bytes())
+    monkeypatch.setattr(driver_jvm, "RULES_SOURCE", source)
+    monkeypatch.setattr(config, "SPARK_DRIVER_DIR", tmp_path / "driver")
+    jar = driver_jvm.ensure_rules_jar()
+    before = jar.stat().st_mtime_ns
+    assert driver_jvm.ensure_rules_jar() == jar and jar.stat().st_mtime_ns == before
+    os.utime(source, ns=(before + 10**9, before + 10**9))   # the source is newer: rebuilt
+    assert driver_jvm.ensure_rules_jar() == jar and jar.stat().st_mtime_ns > before
+
+
+def test_nothing_built_means_stock_spark(tmp_path, monkeypatch):
+    monkeypatch.setattr(config, "SPARK_DRIVER_DIR", tmp_path)
+    assert driver_jvm.session_conf() == {}
+
+
+def test_jar_without_archive_adds_the_rule_only(jar):
+    old = config.SPARK_DRIVER_DIR
+    config.SPARK_DRIVER_DIR = jar.parent
+    try:
+        conf = driver_jvm.session_conf()
+    finally:
+        config.SPARK_DRIVER_DIR = old
+    assert conf == {"spark.driver.extraClassPath": str(jar), "spark.sql.extensions": driver_jvm.RULES_CLASS}
+
+
+def test_a_refused_archive_is_ignored_silently(tmp_path):
+    bad = tmp_path / "bad.jsa"
+    bad.write_bytes(b"not an archive")
+    done = subprocess.run(["java", f"-XX:SharedArchiveFile={bad}", "-Xlog:cds=off,cds+dynamic=off", "-version"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout == ""
+
+
+def test_alive_tells_running_from_gone():
+    assert driver_jvm._alive(os.getpid())
+    p = subprocess.Popen(["true"])
+    p.wait()
+    assert not driver_jvm._alive(p.pid)
