@@ -53,6 +53,19 @@ def test_batched_rows_equal_collect(spark):
     assert b.rounds == 1 and b.singles == 0
 
 
+@pytest.mark.parametrize("result_tasks", [None, 1, 2])
+def test_row_order_of_each_dataframe_is_kept_however_the_result_stage_is_split(spark, result_tasks):
+    from pyspark.sql import functions as F
+
+    spread = spark.range(0, 2000, numPartitions=7).withColumn("x", (F.col("id") * 7919) % 1000)
+    ordered = spread.orderBy(F.col("x").desc(), "id")
+    b = CollectBatcher(spark, result_tasks)
+    (got_spread, got_ordered), = b.run([lambda: b.collect_many(spread, ordered)])
+    assert [tuple(r) for r in got_spread] == [tuple(r) for r in spread.collect()]
+    assert [tuple(r) for r in got_ordered] == [tuple(r) for r in ordered.collect()]
+    assert b.rounds == 1 and b.singles == 0
+
+
 def test_tasks_share_one_round_and_dependent_collects_take_another(spark):
     b = CollectBatcher(spark)
 

@@ -89,12 +89,12 @@ def _decode_rows(texts: list[str], schema) -> list:
 class CollectBatcher:
     """Serves the collects of concurrently running tasks with one action per round (see module docstring)."""
 
-    #: Tasks of the combined action's final stage (the machine's cores: the stage runs every
-    #: DataFrame's last steps).
-    RESULT_TASKS = 2
-
-    def __init__(self, spark) -> None:
+    def __init__(self, spark, result_tasks: int | None = None) -> None:
+        """``result_tasks``: coalesce the combined action's final stage to this many tasks (small
+        inputs: each task deserialises the whole combined plan, ~1 MB, once); None keeps one task
+        per partition of every DataFrame (large inputs: their last steps stay parallel)."""
         self.spark = spark
+        self.result_tasks = result_tasks
         self._cond = threading.Condition()
         self._active = 0
         self._waiting = 0
@@ -209,12 +209,10 @@ class CollectBatcher:
                     self._single(req)
 
     def _union(self, dfs: list):
-        """One DataFrame of every row of ``dfs`` (same columns), in ``RESULT_TASKS`` result tasks.
+        """One DataFrame of every row of ``dfs`` (same columns), coalesced to ``result_tasks``.
 
         Built with one SQL UNION ALL over temporary views: analysed once, where chaining
-        ``unionAll`` re-analyses the growing plan at every step. Coalesced so that the
-        final stage's few tasks each deserialise the (large) plan once rather than one
-        task per partition of every DataFrame doing so.
+        ``unionAll`` re-analyses the growing plan at every step.
         """
         tag = uuid.uuid4().hex
         names = [f"__collect_{tag}_{i}" for i in range(len(dfs))]
@@ -225,7 +223,7 @@ class CollectBatcher:
         finally:
             for name in names:
                 self.spark.catalog.dropTempView(name)
-        return union.coalesce(self.RESULT_TASKS)
+        return union if self.result_tasks is None else union.coalesce(self.result_tasks)
 
     def _single(self, req: dict) -> None:
         self.singles += 1
