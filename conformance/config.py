@@ -107,6 +107,9 @@ SPARK_CONF: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.files.maxPartitionBytes": str(256 * 1024 * 1024),
+    # The staged history lines are written partitioned by kind (good, bad, blank): one writer
+    # per kind in each task, rather than sorting every line by kind first.
+    "spark.sql.maxConcurrentOutputFileWriters": "3",
 }
 SPARK_LOG_LEVEL: str = "WARN"
 #: Inputs (histories + wire captures) up to this many bytes are judged as a small batch: the
@@ -124,6 +127,9 @@ PIPELINE_SMALL_SQL_CONF: dict[str, str] = {
 #: the checks' combined action on a real 5-member run), while a join of one-partition tables needs
 #: no shuffle at all.
 PIPELINE_SMALL_JOIN_CONF: dict[str, str] = {"spark.sql.autoBroadcastJoinThreshold": "-1"}
+#: Tasks of the final stage of a small batch's combined checks action (conformance.pipeline.batch):
+#: each task deserialises the whole combined plan, so a few (the machine's cores) beat one per query.
+PIPELINE_SMALL_RESULT_TASKS: int = 2
 #: Driver JVM flags when a process's session is first started for a small batch on a local
 #: master: C1 only and the serial collector start faster (measured: JVM start 3.1 -> 2.5 s,
 #: first job 1.8 -> 1.4 s); a process that starts Spark for large inputs keeps the full JIT. The code

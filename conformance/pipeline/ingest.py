@@ -30,6 +30,7 @@ read still gets a cell (scenario "unknown") so that its verdict says why.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +38,7 @@ from typing import Any
 
 from conformance.history import COMMON_FIELDS, EVENT_FIELDS
 from conformance.pipeline import schemas
-from conformance.pipeline.parallel import run_all
+from conformance.pipeline.parallel import run_all, run_in_thread
 from conformance.pipeline.wire import decode_wire
 
 
@@ -239,8 +240,12 @@ def _history_problem(F):
 def read_histories(spark, files: list[dict], tmp: Path):
     """(events, malformed) DataFrames from every member history file, by Spark.
 
-    The text is read and parsed once and staged as Parquet (``tmp/lines``);
-    events and malformed lines are both cheap reads of that stage.
+    The text is read and parsed once and staged as Parquet (``tmp/lines``),
+    partitioned by ``kind`` (good, bad, blank): the good partition holds the
+    events in their final columns (plus ``uri``, ``_part`` and ``problem``,
+    which the events schema does not read), so :func:`place_staged` makes it
+    the events table by a rename, not a rewrite; malformed lines are a cheap
+    read of the bad partition. None for events when there is no history.
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -268,27 +273,43 @@ def read_histories(spark, files: list[dict], tmp: Path):
                       F.explode(F.array(F.from_json("value", schemas.HISTORY_JSON, {"mode": "PERMISSIVE"}))).alias("j")))
     parsed = parsed.select("uri", "_id", "_part", "run", "file", (F.trim("value") == "").alias("_blank"), "j",
                            _history_problem(F).alias("problem"))
-    lines = parsed.select("uri", "_id", "_part", "run", "file", "_blank", "problem",
-                          F.when(F.col("problem").isNull(), F.col("j")).alias("j"))
-    staged = str(tmp / "lines")
-    lines.write.mode("overwrite").parquet(staged)
-    lines = read_back(spark, staged, lines.schema)
-    splits = lines.groupBy("uri", "_part").agg(F.min("_id").alias("_first"), F.count("*").alias("_n"))
-    splits = splits.withColumn("_before", F.coalesce(F.sum("_n").over(
-        Window.partitionBy("uri").orderBy("_first").rowsBetween(Window.unboundedPreceding, -1)), F.lit(0)))
-    malformed = (lines.where(~F.col("_blank") & F.col("problem").isNotNull())
-                 .join(broadcast(splits), ["uri", "_part"])
-                 .select("run", "file", (F.col("_id") - F.col("_first") + F.col("_before") + 1).alias("line"), "problem"))
-    good = lines.where(~F.col("_blank") & F.col("problem").isNull())
+    parsed = parsed.withColumn("j", F.when(F.col("problem").isNull(), F.col("j")))
     tp = F.transform(F.col("j.partitions"), lambda a: F.struct(a[0].alias("topic"), a[1].cast("int").alias("partition")))
     offs = F.transform(F.col("j.offsets"), lambda a: F.struct(a[0].alias("topic"), a[1].cast("int").alias("partition"),
                                                              a[2].cast("long").alias("offset")))
-    events = good.select(
+    event_columns = [
         "run", "file", F.col("_id").alias("line"), "j.ts", "j.member", "j.client", "j.client_version",
         "j.event", "j.member_id", "j.generation", "j.protocol", "j.reason", tp.alias("partitions"), "j.topic",
         F.col("j.partition").cast("int").alias("partition"), "j.first_offset", "j.last_offset", "j.count",
-        offs.alias("offsets"), "j.error", "j.fatal")
+        offs.alias("offsets"), "j.error", "j.fatal"]
+    kind = F.when(F.col("_blank"), "blank").when(F.col("problem").isNotNull(), "bad").otherwise("good")
+    lines = parsed.select(*event_columns, "uri", "_part", "problem", kind.alias("kind"))
+    events_schema = parsed.select(*event_columns).schema
+    staged = tmp / "lines"
+    lines.write.mode("overwrite").partitionBy("kind").parquet(str(staged))
+    lines = read_back(spark, str(staged), lines.schema)
+    splits = lines.groupBy("uri", "_part").agg(F.min("line").alias("_first"), F.count("*").alias("_n"))
+    splits = splits.withColumn("_before", F.coalesce(F.sum("_n").over(
+        Window.partitionBy("uri").orderBy("_first").rowsBetween(Window.unboundedPreceding, -1)), F.lit(0)))
+    malformed = (lines.where(F.col("kind") == "bad")
+                 .join(broadcast(splits), ["uri", "_part"])
+                 .select("run", "file", (F.col("line") - F.col("_first") + F.col("_before") + 1).alias("line"), "problem"))
+    good = staged / "kind=good"
+    events = read_back(spark, str(good), events_schema) if good.is_dir() else None
     return events, malformed
+
+
+def place_staged(staged: dict[str, str], tables_dir: Path) -> None:
+    """Move tables staged elsewhere (name -> directory, e.g. the good history lines, see
+    :func:`read_histories`) to ``tables_dir/<name>``, by a rename.
+
+    Call once the judge has read everything: Spark reads files lazily, by path.
+    """
+    for name, path in staged.items():
+        final = Path(tables_dir) / name
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(path, final)
 
 
 def with_incarnation(events):
@@ -318,9 +339,11 @@ TABLE_NAMES = ("cells", "members", "topics", "nemesis", "frames", "subscriptions
                "events", "malformed")
 
 
-def build(spark, run_dirs: list[Path], out_dir: Path) -> tuple[dict, dict[str, str]]:
-    """The typed input tables as DataFrames (name -> DataFrame, in TABLE_NAMES order) and the run id
-    of each run directory. Nothing is written under ``out_dir/tables`` yet (:func:`write_tables` does).
+def build(spark, run_dirs: list[Path], out_dir: Path) -> tuple[dict, dict[str, str], dict[str, str]]:
+    """The typed input tables as DataFrames (name -> DataFrame, in TABLE_NAMES order), the run id
+    of each run directory, and the tables already staged as Parquet (name -> directory: the events,
+    unless there are none) that :func:`place_staged` moves under ``out_dir/tables`` at the end.
+    Nothing is written under ``out_dir/tables`` yet (:func:`write_tables` writes the others).
     """
     out_dir = Path(out_dir)
     tables_dir = out_dir / "tables"
@@ -336,19 +359,20 @@ def build(spark, run_dirs: list[Path], out_dir: Path) -> tuple[dict, dict[str, s
         "frames": (st.frames, schemas.FRAMES), "subscriptions": (st.subscriptions, schemas.SUBSCRIPTIONS),
         "assignments": (st.assignments, schemas.ASSIGNMENTS), "commits": (st.commits, schemas.COMMITS),
     }
+    # The histories' parse (a Spark job) runs while the driver defines the other tables.
+    histories = run_in_thread(lambda: read_histories(spark, st.files, tmp))
     tables: dict = {}
     for name, (rows, schema) in staged.items():
         src = tmp / f"{name}.jsonl"
         _write_jsonl(src, rows)
         tables[name] = spark.read.schema(schema).json(str(src))
-    events, hist_malformed = read_histories(spark, st.files, tmp)
-    if events is None:
-        events = spark.createDataFrame([], _events_schema())
-    tables["events"] = events
+    events, hist_malformed = histories.result()
+    staged_tables = {} if events is None else {"events": str(tmp / "lines" / "kind=good")}
+    tables["events"] = spark.createDataFrame([], _events_schema()) if events is None else events
     py_malformed = tmp / "malformed.jsonl"
     _write_jsonl(py_malformed, st.malformed)
     tables["malformed"] = spark.read.schema(schemas.MALFORMED).json(str(py_malformed)).unionByName(hist_malformed)
-    return tables, dict(st.run_ids)
+    return tables, dict(st.run_ids), staged_tables
 
 
 #: Tables written as one Parquet file each (small; the events keep their partitions).
@@ -370,15 +394,18 @@ def write_tables(tables: dict, tables_dir: Path) -> dict[str, str]:
 
 
 def ingest(spark, run_dirs: list[Path], out_dir: Path) -> dict[str, str]:
-    """Write the typed input tables as Parquet under ``out_dir/tables``; return name -> path.
+    """Write the typed input tables as Parquet under ``out_dir/tables``; return name -> path
+    (a staged table's path is its staging directory until :func:`place_staged` moves it; the
+    staged ones are under the key ``"__staged__"``, JSON: name -> path).
 
     Also returns the run id of each run directory under the key ``"__runs__"``
     (a JSON string), since a run id comes from its manifest, and the tables'
     schemas under ``"__schemas__"`` (JSON: name -> Spark schema JSON).
     """
-    tables, run_ids = build(spark, run_dirs, out_dir)
-    paths = write_tables(tables, Path(out_dir) / "tables")
+    tables, run_ids, staged = build(spark, run_dirs, out_dir)
+    paths = {**write_tables({n: df for n, df in tables.items() if n not in staged}, Path(out_dir) / "tables"), **staged}
     paths["__runs__"] = json.dumps(run_ids)
+    paths["__staged__"] = json.dumps(staged)
     # The tables' schemas, so that reading them back needs no inference job (:func:`read_back`).
     paths["__schemas__"] = json.dumps({name: df.schema.jsonValue() for name, df in tables.items()})
     return paths

@@ -200,6 +200,7 @@ def _judge(spark, run_dirs: list[Path], out_dir: Path, clock: "Phases", phases: 
         result = _check(spark, t, json.loads(paths["__runs__"]), clock, phases)
     finally:
         t.release_shared()
+    ingest.place_staged(json.loads(paths["__staged__"]), out_dir / "tables")
     _write_verdicts(result, out_dir)
     return result
 
@@ -208,19 +209,20 @@ def _judge_in_memory(spark, run_dirs: list[Path], out_dir: Path, clock: "Phases"
     """Small batches: every table is computed once into memory (one partition each) and the checks
     run while the tables are written as Parquet, concurrently (the driver builds and plans the
     checks' queries while the executors write)."""
-    inputs, run_ids = ingest.build(spark, [Path(p) for p in run_dirs], out_dir)
+    inputs, run_ids, staged = ingest.build(spark, [Path(p) for p in run_dirs], out_dir)
     t = derived.in_memory(inputs, derived.pin)
     t.cache_shared = True
     clock.lap("ingest")
-    tables = {name: getattr(t, name) for name in (*derived.INPUTS, *_DERIVED_WRITTEN)}
+    tables = {name: getattr(t, name) for name in (*derived.INPUTS, *_DERIVED_WRITTEN) if name not in staged}
     writing = run_in_thread(lambda: ingest.write_tables(tables, out_dir / "tables"))
     try:
-        result = _check(spark, t, run_ids, clock, phases)
+        result = _check(spark, t, run_ids, clock, phases, config.PIPELINE_SMALL_RESULT_TASKS)
         writing.result()
         clock.lap("writes")
     finally:
         writing.wait()
         t.release_shared()
+    ingest.place_staged(staged, out_dir / "tables")
     _write_verdicts(result, out_dir)
     return result
 
@@ -236,8 +238,9 @@ def _write_verdicts(result: list[dict], out_dir: Path) -> None:
     os.replace(tmp, out_dir / "verdicts.json")
 
 
-def _check(spark, t: derived.Tables, run_ids: dict[str, str], clock: "Phases", phases: dict | None) -> list[dict]:
-    batcher = CollectBatcher(spark)
+def _check(spark, t: derived.Tables, run_ids: dict[str, str], clock: "Phases", phases: dict | None,
+           result_tasks: int | None = None) -> list[dict]:
+    batcher = CollectBatcher(spark, result_tasks)
     t.collector = batcher
     tasks = ([lambda: t.collect_many(t.cells, t.members, t.malformed)]
              + [lambda check=check: check(t) for check, _statement in CATALOG.values()]
