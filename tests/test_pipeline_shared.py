@@ -39,12 +39,12 @@ def test_built_once_and_nested_pieces(spark):
     assert t.shared("inner", inner) is t.shared("inner", inner)
     assert builds == ["outer", "inner"]
     assert sorted(r["id"] for r in first.collect()) == [2, 3, 4]
-    assert not is_pinned(first) and not first.is_cached   # cache_shared off: nothing is kept
+    assert not is_pinned(first) and not first.is_cached   # pin_shared off: nothing is kept
 
 
 def test_threads_share_one_pinned_build_and_release_forgets(spark):
     t = _tables(spark)
-    t.cache_shared = True
+    t.pin_shared = True
     builds: list[int] = []
     got: list = []
 

@@ -56,19 +56,19 @@ class Tables:
     #: What serves the checks' collects (a :class:`conformance.pipeline.batch.CollectBatcher`); None: plain collect().
     collector: Any = None
     #: Pin the pieces several checks share (:meth:`shared`) in memory (:func:`pin`; small inputs).
-    cache_shared: bool = False
+    pin_shared: bool = False
     _shared: dict = field(default_factory=dict, repr=False)
     _shared_lock: Any = field(default_factory=threading.RLock, repr=False)  # re-entrant: pieces build on pieces
 
     def shared(self, name: str, build: Callable[[], DataFrame]) -> DataFrame:
         """The DataFrame ``build()`` makes, built once per Tables and ``name`` and then reused by every
-        check asking for it (pinned in memory when ``cache_shared``), so that pieces several checks
+        check asking for it (pinned in memory when ``pin_shared``), so that pieces several checks
         need (the leader's view, complete generations, duplicates, ...) are computed once."""
         with self._shared_lock:
             df = self._shared.get(name)
             if df is None:
                 df = build()
-                if self.cache_shared:
+                if self.pin_shared:
                     df = pin(df)
                 self._shared[name] = df
             return df
@@ -90,7 +90,8 @@ class Tables:
 def pin(df: DataFrame) -> DataFrame:
     """``df`` computed once, when first used, into memory as one partition (a lazy local
     checkpoint: later queries over it see a leaf, so planning them neither re-plans ``df`` nor
-    searches the cache; one partition: joins and aggregations over pinned tables need no shuffle).
+    searches the cache; one partition: aggregations and joins over pinned tables need no shuffle,
+    with :mod:`conformance.pipeline.driver_jvm`'s rule for joins over inner joins too).
     Spark frees the blocks once the DataFrame is garbage (its ContextCleaner)."""
     return df.coalesce(1).localCheckpoint(eager=False)
 

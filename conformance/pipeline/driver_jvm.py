@@ -173,7 +173,9 @@ def ensure_archive(timeout_s: float = 300.0) -> Path | None:
             raise SuiteError(f"building the Spark class archive failed (exit {done.returncode}): "
                              f"{(done.stderr or done.stdout)[-2000:]}")
         deadline = time.monotonic() + timeout_s
-        while _alive(pid) and time.monotonic() < deadline:   # the JVM writes the archive as it exits
+        while _alive(pid):   # the JVM writes the archive as it exits
+            if time.monotonic() > deadline:
+                raise SuiteError(f"the training JVM (pid {pid}) did not exit within {timeout_s:.0f} s")
             time.sleep(0.2)
         if not tmp.is_file() or tmp.stat().st_size == 0:
             raise SuiteError(f"the training JVM (pid {pid}) wrote no class archive at {tmp}")

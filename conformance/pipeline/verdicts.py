@@ -211,7 +211,7 @@ def _judge_in_memory(spark, run_dirs: list[Path], out_dir: Path, clock: "Phases"
     checks' queries while the executors write)."""
     inputs, run_ids, staged = ingest.build(spark, [Path(p) for p in run_dirs], out_dir)
     t = derived.in_memory(inputs, derived.pin)
-    t.cache_shared = True
+    t.pin_shared = True
     clock.lap("ingest")
     tables = {name: getattr(t, name) for name in (*derived.INPUTS, *_DERIVED_WRITTEN) if name not in staged}
     writing = run_in_thread(lambda: ingest.write_tables(tables, out_dir / "tables"))
