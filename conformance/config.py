@@ -124,6 +124,9 @@ PIPELINE_SMALL_SQL_CONF: dict[str, str] = {
     # No inferred filters from constraints: planning ~40 deep queries is a large part of a small
     # batch (the combined action's planning 0.64-0.77 -> 0.44-0.56 s); results are the same.
     "spark.sql.constraintPropagation.enabled": "false",
+    # No runtime bloom filters: each is a job of its own and a 1 MB value inside every task of the
+    # query using it (the combined action's task binary: 14.2 MB with them on a real 5-member run).
+    "spark.sql.optimizer.runtime.bloomFilter.enabled": "false",
 }
 #: Joins of a small batch are planned without broadcasts (automatic ones, and the pipeline's own
 #: hints: conformance.pipeline.ingest.broadcast): each broadcast is a Spark job of its own (~60 jobs in
