@@ -88,13 +88,9 @@ def test_nothing_built_means_stock_spark(tmp_path, monkeypatch):
     assert driver_jvm.session_conf() == {}
 
 
-def test_jar_without_archive_adds_the_rule_only(jar):
-    old = config.SPARK_DRIVER_DIR
-    config.SPARK_DRIVER_DIR = jar.parent
-    try:
-        conf = driver_jvm.session_conf()
-    finally:
-        config.SPARK_DRIVER_DIR = old
+def test_jar_without_archive_adds_the_rule_only(jar, monkeypatch):
+    monkeypatch.setattr(config, "SPARK_DRIVER_DIR", jar.parent)
+    conf = driver_jvm.session_conf()
     assert conf == {"spark.driver.extraClassPath": str(jar), "spark.sql.extensions": driver_jvm.RULES_CLASS}
 
 

@@ -30,7 +30,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from conformance import config
-from conformance.pipeline.ingest import read_back, with_incarnation
+from conformance.pipeline.ingest import TABLE_NAMES, read_back, with_incarnation
 
 
 @dataclass
@@ -108,26 +108,23 @@ def is_cooperative(col):
     return col.isin(*config.COOPERATIVE_ASSIGNORS)
 
 
-#: The input tables (ingest) and the derived tables of each wave (a wave builds on the ones before).
-INPUTS = ("cells", "members", "topics", "nemesis", "frames", "subscriptions", "assignments", "commits", "events",
-          "malformed")
+#: The derived tables of each wave (a wave builds on the inputs and the waves before; :data:`WAVES`).
 FIRST_WAVE = ("events_inc", "run_end", "incarnations", "member_ids", "partitions")
 SECOND_WAVE = ("ownership", "generations", "leader_assignments")
 
 
 def load(spark, paths: dict[str, str]) -> Tables:
-    """Read the ingested tables back and compute the first wave of derived tables
-    (run_end, incarnations, member_ids, partitions); :func:`load_second` does the rest."""
+    """Read the ingested tables (``ingest.TABLE_NAMES``) back; :data:`WAVES` builds the derived ones."""
     known = json.loads(paths.get("__schemas__") or "{}")
-    return load_first(Tables(**{n: read_back(spark, paths[n], StructType.fromJson(known[n])) if n in known
-                                else spark.read.parquet(paths[n]) for n in INPUTS}))
+    return Tables(**{n: read_back(spark, paths[n], StructType.fromJson(known[n])) if n in known
+                     else spark.read.parquet(paths[n]) for n in TABLE_NAMES})
 
 
 def in_memory(inputs: dict[str, DataFrame], keep: Callable[[DataFrame], DataFrame]) -> Tables:
     """Every table (inputs, both waves) from input DataFrames, each passed through ``keep``
-    (e.g. cached in memory) as it is defined, so that each later table builds on kept ones."""
-    t = Tables(**{n: keep(inputs[n]) for n in INPUTS})
-    for wave, build in ((FIRST_WAVE, load_first), (SECOND_WAVE, load_second)):
+    (e.g. :func:`pin`) as it is defined, so that each later table builds on kept ones."""
+    t = Tables(**{n: keep(inputs[n]) for n in TABLE_NAMES})
+    for wave, build in WAVES:
         build(t)
         for name in wave:
             setattr(t, name, keep(getattr(t, name)))
@@ -219,3 +216,7 @@ def load_second(t: Tables) -> Tables:
         t.member_ids.select("run", F.col("member_id").alias("subject_member_id"), F.col("member").alias("subject")),
         ["run", "subject_member_id"], "left")
     return t
+
+
+#: How the derived tables are built, wave by wave: (the tables of the wave, what builds them on ``t``).
+WAVES = ((FIRST_WAVE, load_first), (SECOND_WAVE, load_second))

@@ -28,7 +28,6 @@ def run_all(tasks: Sequence[Callable[[], T]], threads: int | None = None) -> lis
         return list(pool.map(guarded, tasks))
 
 
-
 class Background:
     """One call running in a daemon thread: :meth:`result` waits and returns or raises its outcome."""
 

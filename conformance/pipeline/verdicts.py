@@ -72,22 +72,18 @@ def _status(violations: list[dict]) -> str:
 
 
 def _materialize(spark, t: derived.Tables, tables_dir: Path) -> None:
-    """Write the shared derived tables once and read them back (cuts recomputation).
-
-    Two waves: the tables the others depend on, then the rest, each wave's
-    writes running concurrently.
+    """Build the derived tables wave by wave (:data:`derived.WAVES`), writing the shared ones once
+    and reading them back before the next wave (cuts recomputation); a wave's writes run concurrently.
     """
-    for wave in (tuple(n for n in _DERIVED_WRITTEN if n in derived.FIRST_WAVE),
-                 tuple(n for n in _DERIVED_WRITTEN if n in derived.SECOND_WAVE)):
-        if wave[0] == "ownership":
-            t2 = derived.load_second(t)
-            for name in wave:
-                setattr(t, name, getattr(t2, name))
-        tasks = [lambda name=name: getattr(t, name).write.mode("overwrite").parquet(str(tables_dir / name)) for name in wave]
+    for wave, build in derived.WAVES:
+        build(t)
+        written = [name for name in wave if name in _DERIVED_WRITTEN]
+        tasks = [lambda name=name: getattr(t, name).write.mode("overwrite").parquet(str(tables_dir / name))
+                 for name in written]
         for result in run_all(tasks):
             if isinstance(result, BaseException):
                 raise result
-        for name in wave:
+        for name in written:
             setattr(t, name, ingest.read_back(spark, str(tables_dir / name), getattr(t, name).schema))
 
 
@@ -213,7 +209,7 @@ def _judge_in_memory(spark, run_dirs: list[Path], out_dir: Path, clock: "Phases"
     t = derived.in_memory(inputs, derived.pin)
     t.pin_shared = True
     clock.lap("ingest")
-    tables = {name: getattr(t, name) for name in (*derived.INPUTS, *_DERIVED_WRITTEN) if name not in staged}
+    tables = {name: getattr(t, name) for name in (*ingest.TABLE_NAMES, *_DERIVED_WRITTEN) if name not in staged}
     writing = run_in_thread(lambda: ingest.write_tables(tables, out_dir / "tables"))
     try:
         result = _check(spark, t, run_ids, clock, phases, config.PIPELINE_SMALL_RESULT_TASKS)
