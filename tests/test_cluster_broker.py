@@ -168,3 +168,20 @@ def test_broker_kill_restart_keeps_ports_and_data(cluster: Cluster) -> None:
     assert cluster.broker.process.pid != pid
     assert (cluster.direct_bootstrap, cluster.bootstrap_for("restarter")) == (direct, member)
     assert consume(member, "restart-topic", 1) == [b"before"]
+
+
+def test_cluster_ids_never_start_with_a_dash(monkeypatch):
+    """The storage tool reads an id after ``-t`` that starts with '-' as an option (one id in 64)."""
+    import base64
+    import uuid
+
+    from conformance.cluster import broker
+
+    dashed = uuid.UUID(bytes=b"\xf8" + bytes(15))
+    assert base64.urlsafe_b64encode(dashed.bytes).decode().startswith("-")
+    drawn = iter([dashed, dashed, uuid.UUID(bytes=b"\x01" * 16)])
+    monkeypatch.setattr(broker.uuid, "uuid4", lambda: next(drawn))
+    assert broker.new_cluster_id() == base64.urlsafe_b64encode(b"\x01" * 16).decode().rstrip("=")
+    monkeypatch.undo()
+    ids = [broker.new_cluster_id() for _ in range(2000)]
+    assert all(len(i) == 22 and not i.startswith("-") for i in ids) and len(set(ids)) == 2000

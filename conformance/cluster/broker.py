@@ -109,8 +109,13 @@ def _write_properties(path: Path, props: dict[str, str]) -> None:
 
 
 def new_cluster_id() -> str:
-    """A random Kafka cluster id (a UUID, base64 URL-safe, no padding)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+    """A random Kafka cluster id (a UUID, base64 URL-safe, no padding) that does not start with '-',
+    as Kafka's own ``Uuid.randomUuid`` guarantees: the storage tool would read such an id given after
+    ``-t`` as an option (one id in 64 did, failing the broker's format)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def _port_open(port: int) -> bool:
