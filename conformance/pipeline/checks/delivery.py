@@ -21,55 +21,59 @@ from pyspark.sql import functions as F
 
 from conformance.pipeline.checks.common import fmt_tps, timing, violation
 from conformance.pipeline.derived import Tables
+from conformance.pipeline.ingest import broadcast
 
 
-def islands(ranges):
-    """Merge (run, topic, partition, first_offset, last_offset) ranges into disjoint covered islands."""
-    w = Window.partitionBy("run", "topic", "partition").orderBy("first_offset", "last_offset")
-    # Growing frames only (unbounded preceding .. current row): Spark computes them incrementally,
-    # while a frame ending before the current row is recomputed per row (quadratic).
-    running = ranges.withColumn("_run_max", F.max("last_offset").over(w.rowsBetween(Window.unboundedPreceding, 0)))
-    prev_max = F.lag("_run_max").over(w)
-    marked = running.withColumn("new", F.when(prev_max.isNull() | (F.col("first_offset") > prev_max + 1), 1).otherwise(0))
-    marked = marked.withColumn("island", F.sum("new").over(w.rowsBetween(Window.unboundedPreceding, 0)))
-    return marked.groupBy("run", "topic", "partition", "island").agg(
-        F.min("first_offset").alias("i_first"), F.max("last_offset").alias("i_last"))
+_TP = ["run", "topic", "partition"]
+
+
+def uncovered(ranges, within):
+    """The offsets of each (run, topic, partition) that no range of ``ranges`` covers: rows (run,
+    topic, partition, g_first, g_last), a null g_first or g_last standing for no bound. A partition
+    that has rows in ``within`` but none in ``ranges`` is uncovered from end to end.
+
+    One sort of ``ranges`` by first offset: a gap opens before a range that starts past the highest
+    offset covered so far. Gaps are few where ranges are many (consumption is mostly contiguous), so
+    what is judged against them (every produced range) needs no sort or shuffle of its own.
+    """
+    w = Window.partitionBy(*_TP).orderBy("first_offset", "last_offset")
+    # Growing frames only (unbounded preceding .. current row): Spark computes them incrementally;
+    # lag() of the running max is then the max over the rows before this one.
+    prev_max = F.lag(F.max("last_offset").over(w.rowsBetween(Window.unboundedPreceding, 0))).over(w)
+    inner = (ranges.select(*_TP, "first_offset", prev_max.alias("prev_max"))
+             .where(F.col("first_offset") > F.col("prev_max") + 1)
+             .select(*_TP, (F.col("prev_max") + 1).alias("g_first"), (F.col("first_offset") - 1).alias("g_last")))
+    ends = ranges.groupBy(*_TP).agg(F.min("first_offset").alias("lo"), F.max("last_offset").alias("hi"))
+    none = F.lit(None).cast("long")
+    head = ends.select(*_TP, none.alias("g_first"), (F.col("lo") - 1).alias("g_last"))
+    tail = ends.select(*_TP, (F.col("hi") + 1).alias("g_first"), none.alias("g_last"))
+    never = (within.select(*_TP).distinct().join(ends, _TP, "left_anti")
+             .select(*_TP, none.alias("g_first"), none.alias("g_last")))
+    return inner.unionByName(head).unionByName(tail).unionByName(never)
 
 
 def check_d1(t: Tables) -> list[dict]:
-    produced = t.events.where(F.col("event") == "produced").select("run", "topic", "partition", "first_offset",
-                                                                    "last_offset", "ts")
-    consumed = t.events.where(F.col("event") == "consumed").select("run", "topic", "partition", "first_offset",
-                                                                    "last_offset")
-    isl = islands(consumed).persist()
-    covered = (produced.join(isl, ["run", "topic", "partition"])
-               .where((F.col("i_first") <= F.col("first_offset")) & (F.col("i_last") >= F.col("last_offset")))
-               .select("run", "topic", "partition", "first_offset", "last_offset").distinct())
-    bad = produced.join(covered, ["run", "topic", "partition", "first_offset", "last_offset"], "left_anti")
-    near = (bad.join(isl, ["run", "topic", "partition"])
-            .where((F.col("i_last") >= F.col("first_offset")) & (F.col("i_first") <= F.col("last_offset")))
-            .groupBy("run", "topic", "partition", "first_offset", "last_offset")
-            .agg(F.collect_list(F.struct("i_first", "i_last")).alias("isl")))
-    rows = t.collect(bad.join(near, ["run", "topic", "partition", "first_offset", "last_offset"], "left")
-            .groupBy("run", "topic", "partition")
-            .agg(F.sort_array(F.collect_list(F.struct("first_offset", "last_offset", "ts", "isl"))).alias("ranges")))
-    isl.unpersist()
+    produced = t.events.where(F.col("event") == "produced").select(*_TP, "first_offset", "last_offset", "ts")
+    consumed = t.events.where(F.col("event") == "consumed").select(*_TP, "first_offset", "last_offset")
+    gaps = broadcast(uncovered(consumed, produced))
+    # A produced range is consumed at least once exactly when it meets no gap.
+    meets = ((F.col("g_first").isNull() | (F.col("last_offset") >= F.col("g_first")))
+             & (F.col("g_last").isNull() | (F.col("first_offset") <= F.col("g_last"))))
+    missing = (produced.join(gaps, _TP).where(meets)
+               .select(*_TP, "first_offset", "last_offset", "ts",
+                       F.greatest("first_offset", F.coalesce("g_first", "first_offset")).alias("m_first"),
+                       F.least("last_offset", F.coalesce("g_last", "last_offset")).alias("m_last")))
+    rows = t.collect(missing.groupBy(*_TP)
+                     .agg(F.sort_array(F.collect_list(F.struct("first_offset", "last_offset", "ts", "m_first", "m_last")))
+                          .alias("ranges")))
     out = []
     for r in rows:
-        missing: list[list[int]] = []
-        for x in r["ranges"]:
-            cursor = x["first_offset"]
-            for i in sorted(x["isl"] or [], key=lambda i: i["i_first"]):
-                if i["i_first"] > cursor:
-                    missing.append([cursor, min(i["i_first"] - 1, x["last_offset"])])
-                cursor = max(cursor, i["i_last"] + 1)
-            if cursor <= x["last_offset"]:
-                missing.append([cursor, x["last_offset"]])
-        n = sum(b - a + 1 for a, b in missing)
-        shown = ", ".join(f"{a}-{b}" for a, b in missing[:10]) + (" ..." if len(missing) > 10 else "")
+        missing_ranges = [[x["m_first"], x["m_last"]] for x in r["ranges"]]
+        n = sum(b - a + 1 for a, b in missing_ranges)
+        shown = ", ".join(f"{a}-{b}" for a, b in missing_ranges[:10]) + (" ..." if len(missing_ranges) > 10 else "")
         out.append(violation("D1", r["run"], f"{n} acknowledged record(s) of {r['topic']}-{r['partition']} never "
                              f"consumed: offsets {shown}", partitions=[[r["topic"], r["partition"]]],
-                             ts=r["ranges"][0]["ts"], evidence={"missing": missing[:100], "records": n}))
+                             ts=r["ranges"][0]["ts"], evidence={"missing": missing_ranges[:100], "records": n}))
     return out
 
 
