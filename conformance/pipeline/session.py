@@ -1,9 +1,10 @@
 """One SparkSession per process, configured for a small machine.
 
 Guarantee: :func:`get_session` returns the same session for every call in a
-process (Spark start is slow, ~8 s here); the master of the first call wins,
+process (Spark start costs seconds); the master of the first call wins,
 and a later call asking for a different master raises ``SuiteError`` rather
-than silently judging on the wrong cluster.
+than silently judging on the wrong cluster. The session's view of the JVM
+remembers the classes and functions it looks up (:mod:`conformance.pipeline.jvm_lookups`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sys
 import threading
 
 from conformance import config
-from conformance.pipeline import driver_jvm
+from conformance.pipeline import driver_jvm, jvm_lookups
 from conformance.errors import SuiteError
 
 _lock = threading.Lock()
@@ -51,6 +52,7 @@ def get_session(master: str | None = None, small: bool = False):
                 for key, value in {**extra, "spark.driver.extraJavaOptions": options.strip()}.items():
                     builder = builder.config(key, value)
             _session = builder.getOrCreate()
+            jvm_lookups.remember(_session.sparkContext._jvm)
             _session.sparkContext.setLogLevel(config.SPARK_LOG_LEVEL)
         except Exception as exc:  # JVM missing, master unreachable, ...
             raise SuiteError(f"could not start Spark on {wanted!r}: {exc}") from exc
