@@ -113,14 +113,19 @@ class CollectBatcher:
         """``[df.collect() for df in dfs]`` in one round."""
         if threading.current_thread() is threading.main_thread() or not self._in_task():
             return [df.collect() for df in dfs]
-        reqs = [{"df": df, "rows": None, "error": None, "done": False} for df in dfs]
-        with self._cond:
-            self._pending.extend(reqs)
-            self._waiting += 1
-            self._cond.notify_all()
-            while not all(r["done"] for r in reqs):
-                self._cond.wait()
-            self._waiting -= 1
+        reqs = [{"df": df, "rows": None, "error": None, "done": False, "keyed": self._keyed(df)} for df in dfs]
+        try:
+            with self._cond:
+                self._pending.extend(reqs)
+                self._waiting += 1
+                self._cond.notify_all()
+                while not all(r["done"] for r in reqs):
+                    self._cond.wait()
+                self._waiting -= 1
+        finally:
+            for r in reqs:
+                if r["keyed"] is not None:
+                    self.spark.catalog.dropTempView(r["keyed"][1])
         for r in reqs:
             if r["error"] is not None:
                 raise r["error"]
@@ -173,24 +178,39 @@ class CollectBatcher:
             th.join()
         return results
 
-    def _serve(self, batch: list[dict]) -> None:
-        """Fill every request of ``batch`` (rows or error), with one action for the portable ones."""
+    def _keyed(self, df):
+        """``(schema, view)`` for the combined action, or None when ``df`` must be collected alone.
+
+        ``view`` is a temporary view of ``df`` as (``o``, ``v``): ``v`` a row as JSON, ``o``
+        ordering the rows as ``collect()`` would (partition, then position), whatever order the
+        combined action returns them in. Made in the asking task's thread (analysing a deep plan
+        costs driver time: the tasks' threads do it side by side, not one by one when the round
+        is served); the task drops the view once served.
+        """
         from pyspark.sql import functions as F
 
+        try:
+            schema = df.schema
+            if not _portable(schema):
+                return None
+            view = f"__collect_{uuid.uuid4().hex}"
+            (df.toDF(*[f"c{j}" for j in range(len(schema.fields))])
+             .select(F.monotonically_increasing_id().alias("o"), F.to_json(F.struct("*")).alias("v"))
+             .createOrReplaceTempView(view))
+            return schema, view
+        except Exception:   # the lone collect reports it
+            return None
+
+    def _serve(self, batch: list[dict]) -> None:
+        """Fill every request of ``batch`` (rows or error), with one action for the portable ones."""
         combined, keyed = [], {}
         for i, req in enumerate(batch):
-            try:
-                schema = req["df"].schema
-                if not _portable(schema) or len(batch) == 1:
-                    raise LookupError("collect alone")
-                renamed = req["df"].toDF(*[f"c{j}" for j in range(len(schema.fields))])
-                # ``o`` orders a DataFrame's rows as its collect() would (partition, then position),
-                # whatever order the combined action returns them in.
-                combined.append(renamed.select(F.lit(i).alias("k"), F.monotonically_increasing_id().alias("o"),
-                                               F.to_json(F.struct("*")).alias("v")))
-                keyed[i] = (req, schema, [])
-            except Exception:
+            if req["keyed"] is None or len(batch) == 1:
                 self._single(req)
+                continue
+            schema, view = req["keyed"]
+            combined.append((i, view))
+            keyed[i] = (req, schema, [])
         if combined:
             self.rounds += 1
             try:
@@ -208,21 +228,11 @@ class CollectBatcher:
                     req["rows"] = None
                     self._single(req)
 
-    def _union(self, dfs: list):
-        """One DataFrame of every row of ``dfs`` (same columns), coalesced to ``result_tasks``.
-
-        Built with one SQL UNION ALL over temporary views: analysed once, where chaining
-        ``unionAll`` re-analyses the growing plan at every step.
-        """
-        tag = uuid.uuid4().hex
-        names = [f"__collect_{tag}_{i}" for i in range(len(dfs))]
-        try:
-            for name, df in zip(names, dfs):
-                df.createOrReplaceTempView(name)
-            union = self.spark.sql(" UNION ALL ".join(f"SELECT k, o, v FROM {name}" for name in names))
-        finally:
-            for name in names:
-                self.spark.catalog.dropTempView(name)
+    def _union(self, views: list[tuple[int, str]]):
+        """One DataFrame (k, o, v) of every row of ``views`` ((k, temporary view of o, v) pairs),
+        coalesced to ``result_tasks``. One SQL UNION ALL: analysed once, where chaining
+        ``unionAll`` re-analyses the growing plan at every step."""
+        union = self.spark.sql(" UNION ALL ".join(f"SELECT {k} AS k, o, v FROM {view}" for k, view in views))
         return union if self.result_tasks is None else union.coalesce(self.result_tasks)
 
     def _single(self, req: dict) -> None:
