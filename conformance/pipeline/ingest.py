@@ -268,7 +268,9 @@ def read_histories(spark, files: list[dict], tmp: Path):
     # count give each line's number as id - first id + lines in the file's earlier splits + 1.
     # explode(array(from_json)) parses each line once: referenced directly, the optimizer would
     # re-parse the line for every field the validation reads (measured: 3x slower).
-    parsed = (raw.join(broadcast(files_df), "uri")
+    # The files (a row each) are broadcast even in a small batch, where :func:`broadcast` drops
+    # hints: a sort-merge join would shuffle every history line (two more stages in the parse job).
+    parsed = (raw.join(F.broadcast(files_df), "uri")
               .select("uri", "_id", "_part", "run", "file", "value",
                       F.explode(F.array(F.from_json("value", schemas.HISTORY_JSON, {"mode": "PERMISSIVE"}))).alias("j")))
     parsed = parsed.select("uri", "_id", "_part", "run", "file", (F.trim("value") == "").alias("_blank"), "j",
