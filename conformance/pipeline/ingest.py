@@ -249,6 +249,7 @@ def read_histories(spark, files: list[dict], tmp: Path):
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
 
     files_path = tmp / "files.jsonl"
     _write_jsonl(files_path, files)
@@ -286,10 +287,11 @@ def read_histories(spark, files: list[dict], tmp: Path):
         offs.alias("offsets"), "j.error", "j.fatal"]
     kind = F.when(F.col("_blank"), "blank").when(F.col("problem").isNotNull(), "bad").otherwise("good")
     lines = parsed.select(*event_columns, "uri", "_part", "problem", kind.alias("kind"))
-    events_schema = parsed.select(*event_columns).schema
+    lines_schema = lines.schema
+    events_schema = StructType(lines_schema.fields[:len(event_columns)])
     staged = tmp / "lines"
     lines.write.mode("overwrite").partitionBy("kind").parquet(str(staged))
-    lines = read_back(spark, str(staged), lines.schema)
+    lines = read_back(spark, str(staged), lines_schema)
     splits = lines.groupBy("uri", "_part").agg(F.min("line").alias("_first"), F.count("*").alias("_n"))
     splits = splits.withColumn("_before", F.coalesce(F.sum("_n").over(
         Window.partitionBy("uri").orderBy("_first").rowsBetween(Window.unboundedPreceding, -1)), F.lit(0)))
