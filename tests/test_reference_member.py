@@ -31,6 +31,7 @@ from conformance.reference import observe
 from conformance.reference.claims import from_topic_partitions
 from conformance.reference.faults import V4_TRAILING
 from conformance.rundir import RunDir
+from conformance.scenarios.observe import GroupObserver
 
 pytestmark = pytest.mark.slow
 
@@ -68,6 +69,7 @@ class Group:
         self.sup = Supervisor(self.run.logs)
         self.procs: dict[str, MemberProcess] = {}
         self.paused: set[str] = set()
+        self.observer = GroupObserver(self.run.members_dir, cluster.run_dir.wire, None, config.QUIET_MS)
 
     def produce(self, n: int) -> None:
         for i in range(n):
@@ -120,6 +122,12 @@ class Group:
     def converged(self, names: list[str]) -> bool:
         owned = [tp for n in names for tp in self.owned(n)]
         return len(owned) == len(set(owned)) == self.partitions and all(self.owned(n) for n in names)
+
+    def stable(self, names: list[str]) -> bool:
+        """The scenario runner's test of a stable group: ``names`` own every partition once, and
+        neither ownership nor a JoinGroup/SyncGroup has moved for ``config.QUIET_MS`` (no round,
+        e.g. a cooperative follow-up, still in flight)."""
+        return self.observer.stable({n: {self.topic} for n in names}, {self.topic: self.partitions})[0]
 
     def stop(self) -> dict[str, int]:
         for name in self.paused:
@@ -212,7 +220,9 @@ def encoding_run(cluster, tmp_path_factory) -> dict[str, Seen]:
         for name, (faults, version) in ENCODING_MEMBERS.items():
             if name != "ctl":
                 g.start(name, faults, rack_id=RACK, extra={"subscription_version": version})
-        g.wait_for("every member owns something", lambda: all(g.owned(n) for n in ENCODING_MEMBERS))
+        # Stable, not only "everyone owns something": a round still in flight (the cooperative
+        # follow-up) would take late's join without the members that had already rejoined for it.
+        g.wait_for("the group is stable", lambda: g.stable(list(ENCODING_MEMBERS)))
         g.start("late", rack_id=RACK)
         g.wait_for("late has joined", lambda: bool(g.joins("late")))
         trigger = g.joins("late")[0]["ts"]
