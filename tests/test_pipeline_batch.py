@@ -1,4 +1,9 @@
-"""CollectBatcher: batched collects give exactly what ``df.collect()`` gives (real Spark)."""
+"""CollectBatcher: batched collects give exactly what ``df.collect()`` gives (real Spark).
+
+Every test runs both ways of building the combined action: the driver jar's
+``CollectUnion`` (on the class path once setup built the jar) and the SQL
+union of temporary views used without it.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import math
 
 import pytest
 
+from conformance.pipeline import batch, driver_jvm
 from conformance.pipeline.batch import CollectBatcher, _portable
 from conformance.pipeline.session import get_session
 
@@ -13,6 +19,18 @@ from conformance.pipeline.session import get_session
 @pytest.fixture(scope="module")
 def spark():
     return get_session()
+
+
+@pytest.fixture(params=["helper", "views"], autouse=True)
+def way(request, spark, monkeypatch):
+    """Which combined action the batchers of a test build."""
+    if request.param == "views":
+        monkeypatch.setattr(batch, "collect_union", lambda spark: None)
+    elif batch.collect_union(spark) is None:
+        if driver_jvm._java("javac") is None:
+            pytest.skip("no javac: the driver jar cannot be built here")
+        pytest.fail("the driver jar's CollectUnion is not on the session's class path (run `conformance setup`)")
+    return request.param
 
 
 def _typed(spark):
@@ -105,3 +123,19 @@ def test_outside_a_task_collect_is_plain(spark):
     b = CollectBatcher(spark)
     assert [r.id for r in b.collect(spark.range(2))] == [0, 1]
     assert b.rounds == 0
+
+
+def test_queries_sharing_a_pinned_table_and_self_joins_in_one_round(spark):
+    from pyspark.sql import functions as F
+
+    from conformance.pipeline.derived import pin
+
+    p = pin(spark.range(0, 50).withColumn("g", F.col("id") % 4))
+    pairs = p.alias("l").join(p.alias("r"), F.col("l.id") == F.col("r.id") + 1).select("l.id", F.col("r.g").alias("rg"))
+    groups = p.groupBy("g").agg(F.count("*").alias("n")).orderBy("g")
+    b = CollectBatcher(spark, 1)
+    (got_pairs, got_groups, got_p), = b.run([lambda: b.collect_many(pairs, groups, p)])
+    assert sorted(map(tuple, got_pairs)) == sorted(map(tuple, pairs.collect())) and len(got_pairs) == 49
+    assert [tuple(r) for r in got_groups] == [tuple(r) for r in groups.collect()]
+    assert [tuple(r) for r in got_p] == [tuple(r) for r in p.collect()]
+    assert b.rounds == 1 and b.singles == 0

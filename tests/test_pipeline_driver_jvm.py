@@ -72,9 +72,12 @@ def test_rule_drops_only_shuffles_that_move_nothing_and_keeps_every_row(jar):
 
 
 def test_jar_is_rebuilt_only_when_stale(tmp_path, monkeypatch):
-    source = tmp_path / "SmallBatchRules.java"
-    source.write_bytes(driver_jvm.RULES_SOURCE.read_bytes())
-    monkeypatch.setattr(driver_jvm, "RULES_SOURCE", source)
+    sources = []
+    for original in driver_jvm.SOURCES:
+        sources.append(tmp_path / original.name)
+        sources[-1].write_bytes(original.read_bytes())
+    monkeypatch.setattr(driver_jvm, "SOURCES", tuple(sources))
+    source = sources[-1]
     monkeypatch.setattr(config, "SPARK_DRIVER_DIR", tmp_path / "driver")
     jar = driver_jvm.ensure_rules_jar()
     before = jar.stat().st_mtime_ns

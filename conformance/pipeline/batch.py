@@ -86,6 +86,14 @@ def _decode_rows(texts: list[str], schema) -> list:
     return out
 
 
+def collect_union(spark):
+    """The driver's ``conformance.pipeline.CollectUnion`` class, or None when it is not on the class path."""
+    from py4j.java_gateway import JavaClass
+
+    found = spark._jvm.conformance.pipeline.CollectUnion
+    return found if isinstance(found, JavaClass) else None
+
+
 class CollectBatcher:
     """Serves the collects of concurrently running tasks with one action per round (see module docstring)."""
 
@@ -103,6 +111,9 @@ class CollectBatcher:
         self.singles = 0         # DataFrames collected on their own
         self.plan_s = 0.0
         self.log: list[dict] = []  # per round: DataFrames served, seconds waiting for the tasks, seconds serving
+        #: The driver's :class:`CollectUnion` (``jvm/CollectUnion.java``, on the class path once setup built
+        #: the rule jar), or None: the combined action is then a SQL union of temporary views.
+        self.helper = collect_union(spark)
 
     # -- what tasks call ---------------------------------------------------------------------
     def collect(self, df) -> list:
@@ -124,7 +135,7 @@ class CollectBatcher:
                 self._waiting -= 1
         finally:
             for r in reqs:
-                if r["keyed"] is not None:
+                if r["keyed"] is not None and r["keyed"][1] is not None:
                     self.spark.catalog.dropTempView(r["keyed"][1])
         for r in reqs:
             if r["error"] is not None:
@@ -181,11 +192,12 @@ class CollectBatcher:
     def _keyed(self, df):
         """``(schema, view)`` for the combined action, or None when ``df`` must be collected alone.
 
-        ``view`` is a temporary view of ``df`` as (``o``, ``v``): ``v`` a row as JSON, ``o``
-        ordering the rows as ``collect()`` would (partition, then position), whatever order the
-        combined action returns them in. Made in the asking task's thread (analysing a deep plan
-        costs driver time: the tasks' threads do it side by side, not one by one when the round
-        is served); the task drops the view once served.
+        With :attr:`helper`, ``view`` is None: the helper wraps ``df`` when the round is served.
+        Without it, ``view`` is a temporary view of ``df`` as (``o``, ``v``): ``v`` a row as JSON,
+        ``o`` ordering the rows as ``collect()`` would (partition, then position), whatever order
+        the combined action returns them in. Made in the asking task's thread (analysing a deep
+        plan costs driver time: the tasks' threads do it side by side, not one by one when the
+        round is served); the task drops the view once served.
         """
         from pyspark.sql import functions as F
 
@@ -193,6 +205,8 @@ class CollectBatcher:
             schema = df.schema
             if not _portable(schema):
                 return None
+            if self.helper is not None:
+                return schema, None
             view = f"__collect_{uuid.uuid4().hex}"
             (df.toDF(*[f"c{j}" for j in range(len(schema.fields))])
              .select(F.monotonically_increasing_id().alias("o"), F.to_json(F.struct("*")).alias("v"))
@@ -209,7 +223,7 @@ class CollectBatcher:
                 self._single(req)
                 continue
             schema, view = req["keyed"]
-            combined.append((i, view))
+            combined.append((i, req["df"] if view is None else view))
             keyed[i] = (req, schema, [])
         if combined:
             self.rounds += 1
@@ -228,11 +242,18 @@ class CollectBatcher:
                     req["rows"] = None
                     self._single(req)
 
-    def _union(self, views: list[tuple[int, str]]):
-        """One DataFrame (k, o, v) of every row of ``views`` ((k, temporary view of o, v) pairs),
-        coalesced to ``result_tasks``. One SQL UNION ALL: analysed once, where chaining
-        ``unionAll`` re-analyses the growing plan at every step."""
-        union = self.spark.sql(" UNION ALL ".join(f"SELECT {k} AS k, o, v FROM {view}" for k, view in views))
+    def _union(self, parts: list[tuple[int, Any]]):
+        """One DataFrame (k, o, v) of every row of ``parts``: (k, DataFrame) pairs, wrapped by
+        :attr:`helper`, or (k, temporary view of o, v) pairs, unioned by one SQL UNION ALL
+        (analysed once, where chaining ``unionAll`` re-analyses the growing plan at every step).
+        Coalesced to ``result_tasks``."""
+        from pyspark.sql import DataFrame
+
+        if self.helper is not None:
+            jdf = self.helper.of(self.spark._jsparkSession, [df._jdf for _k, df in parts], [k for k, _df in parts],
+                                 self.result_tasks or 0)
+            return DataFrame(jdf, self.spark)
+        union = self.spark.sql(" UNION ALL ".join(f"SELECT {k} AS k, o, v FROM {view}" for k, view in parts))
         return union if self.result_tasks is None else union.coalesce(self.result_tasks)
 
     def _single(self, req: dict) -> None:

@@ -1,15 +1,21 @@
-"""What the Spark driver JVM of a small judge gets beyond stock Spark: a plan rule and a class archive.
+"""What the Spark driver JVM gets beyond stock Spark: a jar (a plan rule, the batcher's combined action) and a class archive.
 
 Both are built by ``conformance setup`` into ``config.SPARK_DRIVER_DIR`` and
 are accelerators only: without them (setup not run, no ``javac``, another
-JDK, a reinstalled pyspark) a small judge runs as before, slower, with the
-same verdicts.
+JDK, a reinstalled pyspark) a judge runs as before, slower, with the same
+verdicts.
 
-- **Plan rule** (``jvm/SmallBatchRules.java``, compiled against the
-  interpreter's pyspark jars): a session extension that drops the shuffles
+The jar (``jvm/*.java``, compiled against the interpreter's pyspark jars) is
+on the class path of every driver started on a local master. It holds:
+
+- **Plan rule** (``SmallBatchRules``), a session extension of small judges
+  only: it drops the shuffles
   Spark's planner adds between one-partition inputs and one-partition outputs
   (small batches keep every table in one partition). Such a shuffle moves rows
   from one partition to one partition in order, so dropping it changes no row.
+- **Combined action** (``CollectUnion``): builds the batcher's union of the
+  checks' queries without analysing each query again
+  (:class:`conformance.pipeline.batch.CollectBatcher`).
 - **Class archive** (class data sharing): a fresh JVM spends much of a small
   judge loading and verifying Spark's classes. Setup judges the hand-made
   cooperative story once with ``-XX:ArchiveClassesAtExit`` (rule jar on the
@@ -39,7 +45,8 @@ from conformance.errors import SuiteError
 
 #: Environment variable naming where a training driver dumps its class archive.
 DUMP_ENV = "CONFORMANCE_SPARK_CLASS_DUMP"
-RULES_SOURCE = Path(__file__).parent / "jvm" / "SmallBatchRules.java"
+#: The Java sources of the rule jar (the plan rule and :mod:`conformance.pipeline.batch`'s combined action).
+SOURCES = tuple(sorted((Path(__file__).parent / "jvm").glob("*.java")))
 RULES_CLASS = "conformance.pipeline.SmallBatchRules"
 _QUIET = "-Xlog:cds=off,cds+dynamic=off"
 
@@ -87,20 +94,25 @@ def _newer_than(path: Path | None, *sources: Path) -> bool:
 
 
 def _jar_ready(jar: Path | None) -> bool:
-    return _newer_than(jar, RULES_SOURCE, _jars_dir())
+    return _newer_than(jar, *SOURCES, _jars_dir())
 
 
 def _archive_ready(archive: Path | None, jar: Path | None) -> bool:
     return _jar_ready(jar) and _newer_than(archive, jar, _jars_dir())
 
 
-def session_conf() -> dict[str, str]:
-    """Spark settings for a driver started for a small batch: the rule and, when ready (or while
-    training), the class archive. Empty when setup has not built the rule jar."""
+def session_conf(small: bool = True) -> dict[str, str]:
+    """Spark settings for a driver on a local master: the rule jar on its class path (the batcher's
+    combined action, :mod:`conformance.pipeline.batch`); for a driver started for a small batch also
+    the rule and, when ready (or while training), the class archive. Empty when setup has not
+    built the rule jar."""
     jar = rules_jar()
     if not _jar_ready(jar):
         return {}
-    conf = {"spark.driver.extraClassPath": str(jar), "spark.sql.extensions": RULES_CLASS}
+    conf = {"spark.driver.extraClassPath": str(jar)}
+    if not small:
+        return conf
+    conf["spark.sql.extensions"] = RULES_CLASS
     dump = os.environ.get(DUMP_ENV)
     archive = archive_path()
     if dump:
@@ -122,7 +134,7 @@ def ensure_rules_jar() -> Path | None:
         classes = Path(work) / "classes"
         built = Path(work) / "rules.jar"
         for cmd in ([str(javac), "--release", "17", "-nowarn", "-d", str(classes), "-cp", str(_jars_dir() / "*"),
-                     str(RULES_SOURCE)],
+                     *map(str, SOURCES)],
                     [str(jar_tool), "cf", str(built), "-C", str(classes), "."]):
             done = subprocess.run(cmd, capture_output=True, text=True)
             if done.returncode != 0:

@@ -28,7 +28,8 @@ def get_session(master: str | None = None, small: bool = False):
     ``small``: the first use judges small inputs; a session started now on
     a local master gets ``config.PIPELINE_SMALL_DRIVER_JAVA_OPTIONS`` and what
     :mod:`conformance.pipeline.driver_jvm` provides once setup built it (a plan
-    rule, a class archive). It changes nothing for a session that already runs.
+    rule, a class archive). Any session started on a local master gets the
+    driver jar on its class path. It changes nothing for a session that already runs.
     """
     global _session, _master
     wanted = master or config.SPARK_MASTER
@@ -46,10 +47,12 @@ def get_session(master: str | None = None, small: bool = False):
             for key, value in config.SPARK_CONF.items():
                 if wanted.startswith("local") or not key.startswith("spark.driver.") or key == "spark.driver.memory":
                     builder = builder.config(key, value)
-            if small and wanted.startswith("local"):
-                extra = driver_jvm.session_conf()
-                options = f"{config.PIPELINE_SMALL_DRIVER_JAVA_OPTIONS} {extra.pop('spark.driver.extraJavaOptions', '')}"
-                for key, value in {**extra, "spark.driver.extraJavaOptions": options.strip()}.items():
+            if wanted.startswith("local"):
+                extra = driver_jvm.session_conf(small)
+                if small:
+                    options = f"{config.PIPELINE_SMALL_DRIVER_JAVA_OPTIONS} {extra.get('spark.driver.extraJavaOptions', '')}"
+                    extra["spark.driver.extraJavaOptions"] = options.strip()
+                for key, value in extra.items():
                     builder = builder.config(key, value)
             _session = builder.getOrCreate()
             jvm_lookups.remember(_session.sparkContext._jvm)
