@@ -32,6 +32,8 @@ import time
 import uuid
 from typing import Any, Callable, Sequence
 
+from conformance.pipeline.session import name_jobs
+
 _SIMPLE = {"StringType", "IntegerType", "LongType", "ShortType", "ByteType", "DoubleType", "FloatType", "BooleanType",
            "NullType"}
 
@@ -155,6 +157,7 @@ class CollectBatcher:
         def body(i: int, task: Callable[[], Any]) -> None:
             self._local.batcher = self
             try:
+                name_jobs()
                 results[i] = task()
             except Exception as exc:  # returned to the caller, who turns it into "unknown"
                 results[i] = exc

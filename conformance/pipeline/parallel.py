@@ -4,6 +4,7 @@ Small jobs are dominated by scheduling latency, not CPU; Spark runs jobs
 submitted from several threads concurrently, so independent writes and
 checks overlap. Results come back in input order; an exception is returned
 (not raised) so that one failing task cannot hide the others' results.
+Each thread names its Spark jobs first (:func:`conformance.pipeline.session.name_jobs`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import threading
 from typing import Callable, Sequence, TypeVar
 
 from conformance import config
+from conformance.pipeline.session import name_jobs
 
 T = TypeVar("T")
 
@@ -20,6 +22,7 @@ T = TypeVar("T")
 def run_all(tasks: Sequence[Callable[[], T]], threads: int | None = None) -> list[T | BaseException]:
     def guarded(task: Callable[[], T]) -> T | BaseException:
         try:
+            name_jobs()
             return task()
         except Exception as exc:  # returned to the caller, who turns it into "unknown"
             return exc
@@ -38,6 +41,7 @@ class Background:
 
     def _run(self, call: Callable[[], T]) -> None:
         try:
+            name_jobs()
             self._future.set_result(call())
         except BaseException as exc:  # re-raised by result()
             self._future.set_exception(exc)

@@ -63,6 +63,41 @@ def get_session(master: str | None = None, small: bool = False):
         return _session
 
 
+#: The call site Spark records for every job, RDD and SQL execution of a pipeline thread (see :func:`name_jobs`).
+CALL_SITE = "conformance pipeline"
+
+
+def name_jobs() -> dict[str, str | None]:
+    """Make Spark record :data:`CALL_SITE` as the call site of what the calling thread starts, and
+    return the thread's previous values (for :func:`restore_names`).
+
+    Without a call site set, Spark walks the thread's stack and matches every frame against its
+    own packages for each RDD it creates and each SQL execution it starts (~5 % of the driver's
+    time in a small judge, whose combined action alone creates hundreds of RDDs). Nothing else
+    changes: jobs run the same, only their recorded call site is this name. No-op without a
+    running session."""
+    from pyspark import SparkContext
+
+    sc = SparkContext._active_spark_context
+    if sc is None:
+        return {}
+    previous = {}
+    for key in ("callSite.short", "callSite.long"):
+        previous[key] = sc.getLocalProperty(key)
+        sc.setLocalProperty(key, CALL_SITE)
+    return previous
+
+
+def restore_names(previous: dict[str, str | None]) -> None:
+    """Undo :func:`name_jobs` in the calling thread."""
+    from pyspark import SparkContext
+
+    sc = SparkContext._active_spark_context
+    if sc is not None:
+        for key, value in previous.items():
+            sc.setLocalProperty(key, value)
+
+
 def stop_session() -> None:
     """Stop the process's session (tests and benches call this at the end)."""
     global _session, _master

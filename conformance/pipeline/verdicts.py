@@ -50,7 +50,7 @@ from conformance.pipeline import derived, ingest, metrics
 from conformance.pipeline.batch import CollectBatcher
 from conformance.pipeline.checks import CATALOG
 from conformance.pipeline.parallel import run_all, run_in_thread
-from conformance.pipeline.session import get_session
+from conformance.pipeline.session import get_session, name_jobs, restore_names
 
 
 class Phases:
@@ -151,8 +151,12 @@ def judge(run_dirs: list[Path], out_dir: Path, spark_master: str | None = None,
     if phases is not None:
         phases["input_bytes"] = size
         phases["small"] = small
-    with sql_conf(spark, {**config.PIPELINE_SMALL_SQL_CONF, **config.PIPELINE_SMALL_JOIN_CONF} if small else {}):
-        return _judge(spark, run_dirs, out_dir, clock, phases, small)
+    names = name_jobs()
+    try:
+        with sql_conf(spark, {**config.PIPELINE_SMALL_SQL_CONF, **config.PIPELINE_SMALL_JOIN_CONF} if small else {}):
+            return _judge(spark, run_dirs, out_dir, clock, phases, small)
+    finally:
+        restore_names(names)
 
 
 def input_bytes(run_dirs: list[Path]) -> int:
