@@ -32,7 +32,7 @@ import time
 import uuid
 from typing import Any, Callable, Sequence
 
-from conformance.pipeline.session import name_jobs
+from conformance.pipeline.session import jar_class, name_jobs
 
 _SIMPLE = {"StringType", "IntegerType", "LongType", "ShortType", "ByteType", "DoubleType", "FloatType", "BooleanType",
            "NullType"}
@@ -90,10 +90,7 @@ def _decode_rows(texts: list[str], schema) -> list:
 
 def collect_union(spark):
     """The driver's ``conformance.pipeline.CollectUnion`` class, or None when it is not on the class path."""
-    from py4j.java_gateway import JavaClass
-
-    found = spark._jvm.conformance.pipeline.CollectUnion
-    return found if isinstance(found, JavaClass) else None
+    return jar_class(spark, "CollectUnion")
 
 
 class CollectBatcher:

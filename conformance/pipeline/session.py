@@ -63,6 +63,15 @@ def get_session(master: str | None = None, small: bool = False):
         return _session
 
 
+def jar_class(spark, name: str):
+    """The class ``conformance.pipeline.<name>`` of the driver jar (:mod:`conformance.pipeline.driver_jvm`),
+    or None when the session's driver does not have the jar on its class path."""
+    from py4j.java_gateway import JavaClass
+
+    found = getattr(spark._jvm.conformance.pipeline, name)
+    return found if isinstance(found, JavaClass) else None
+
+
 #: The call site Spark records for every job, RDD and SQL execution of a pipeline thread (see :func:`name_jobs`).
 CALL_SITE = "conformance pipeline"
 
