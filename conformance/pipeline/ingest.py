@@ -9,7 +9,9 @@ which grow with the run, are read by Spark itself (text -> line numbers ->
 
 Tables (every one carries ``run``, the cell's run id):
 
-- ``cells``, ``members``, ``topics``: from manifest.json.
+- ``cells``, ``members``, ``topics``: from manifest.json, read by
+  :mod:`conformance.pipeline.manifest` (a wrong-typed field is a malformed
+  line 0 of the manifest, never an abort).
 - ``nemesis``: faults (contract section 5).
 - ``frames``: every wire frame's envelope; ``subscriptions`` (JoinGroup
   request protocols and the leader's view of members, decoded);
@@ -19,7 +21,11 @@ Tables (every one carries ``run``, the cell's run id):
 - ``events``: valid history lines with ``file`` and ``line``, an increasing
   position within the file that orders its lines (not the line number:
   computing that would shuffle every line; malformed lines get exact ones).
-  ``incarnation`` is added on reading (:func:`with_incarnation`).
+  ``incarnation`` is added on reading (:func:`with_incarnation`). Produced and
+  consumed records are its ``produced`` / ``consumed`` rows (one per batch:
+  topic, partition, first and last offset, count); they are not copied into
+  tables of their own, which at 10 million events would write half the events
+  again.
 - ``malformed``: every line that could not be used, with file and line.
 
 Guarantees: a malformed line never aborts ingestion and is never dropped
@@ -38,6 +44,7 @@ from typing import Any
 
 from conformance.history import COMMON_FIELDS, EVENT_FIELDS
 from conformance.pipeline import schemas
+from conformance.pipeline.manifest import TIMING_FIELDS, read_manifest
 from conformance.pipeline.parallel import run_all, run_in_thread
 from conformance.pipeline.wire import decode_wire
 
@@ -75,50 +82,33 @@ class Staged:
     run_ids: dict[str, str]   # run dir path -> run id
 
 
-def _read_manifest(run_dir: Path, malformed: list[dict]) -> dict:
-    path = run_dir / "manifest.json"
-    try:
-        m = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(m, dict):
-            raise ValueError(f"manifest is a {type(m).__name__}, not an object")
-        return m
-    except (OSError, ValueError) as exc:
-        malformed.append({"run": run_dir.name, "file": str(path), "line": 0, "problem": f"unreadable manifest: {exc}"})
-        return {}
-
-
 def stage(run_dirs: list[Path]) -> Staged:
     """Read manifests, nemesis logs and wire captures; decode; never raise on bad input."""
     st = Staged([], [], [], [], [], [], [], [], [], [], {})
     for run_dir in run_dirs:
         run_dir = Path(run_dir)
-        m = _read_manifest(run_dir, st.malformed)
-        run = str(m.get("run_id") or run_dir.name)
+        m, problems = read_manifest(run_dir)
+        run = m["run_id"] or run_dir.name
         if run in st.run_ids.values():
             run = f"{run}@{run_dir}"
         st.run_ids[str(run_dir)] = run
-        timing = m.get("timing") if isinstance(m.get("timing"), dict) else {}
-        phases = [p for p in (m.get("phases") or []) if isinstance(p, dict)]
-        starts = [_num(p.get("start_ts")) for p in phases if _num(p.get("start_ts")) is not None]
+        st.malformed += [{"run": run, "file": str(run_dir / "manifest.json"), "line": 0, "problem": problem}
+                         for problem in problems]
+        timing = m["timing"]
+        starts = [_num(p.get("start_ts")) for p in m["phases"] if _num(p.get("start_ts")) is not None]
         st.cells.append({
-            "run": run, "scenario": m.get("scenario") or "unknown", "broker_version": m.get("broker_version") or "unknown",
-            "group_id": m.get("group_id"), "seed": m.get("seed") if isinstance(m.get("seed"), int) else None,
-            "expected_protocol": m.get("expected_protocol"),
-            **{k: _num(timing.get(k)) for k in ("session_timeout_ms", "heartbeat_interval_ms", "max_poll_interval_ms",
-                                                  "convergence_bound_ms", "revoke_bound_ms")},
-            "start_ts": min(starts) if starts else None, "last_fault_ts": _num(m.get("last_fault_ts")),
-            "end_ts": _num(m.get("end_ts")), "leader_rotation": bool(m.get("leader_rotation")),
-            "complete": m.get("complete") is not False,
+            "run": run, "scenario": m["scenario"] or "unknown", "broker_version": m["broker_version"] or "unknown",
+            "group_id": m["group_id"], "seed": m["seed"], "expected_protocol": m["expected_protocol"],
+            **{k: _num(timing.get(k)) for k in TIMING_FIELDS},
+            "start_ts": min(starts) if starts else None, "last_fault_ts": _num(m["last_fault_ts"]),
+            "end_ts": _num(m["end_ts"]), "leader_rotation": bool(m["leader_rotation"]),
+            "complete": m["complete"] is not False,
         })
-        for mem in m.get("members") or []:
-            if isinstance(mem, dict) and mem.get("name"):
-                st.members.append({"run": run, "member": mem["name"], "spec": mem.get("spec"), "kind": mem.get("kind"),
-                                   "version": mem.get("version"), "strategies": list(mem.get("strategies") or []),
-                                   "group_instance_id": mem.get("group_instance_id"),
-                                   "faults": list(mem.get("faults") or [])})
-        for topic, parts in (m.get("topics") or {}).items():
-            if isinstance(parts, int):
-                st.topics.append({"run": run, "topic": topic, "partitions": parts})
+        for mem in m["members"]:
+            st.members.append({"run": run, "member": mem["name"], "spec": mem["spec"], "kind": mem["kind"],
+                               "version": mem["version"], "strategies": list(mem["strategies"] or []),
+                               "group_instance_id": mem["group_instance_id"], "faults": list(mem["faults"] or [])})
+        st.topics += [{"run": run, "topic": topic, "partitions": n} for topic, n in m["topics"].items()]
         _stage_nemesis(run, run_dir / "nemesis.jsonl", st)
         wire_path = run_dir / "wire.jsonl"
         if wire_path.is_file():

@@ -1,0 +1,125 @@
+"""Reading a run directory's ``manifest.json`` for the pipeline: tolerant parsing, strict checking.
+
+Guarantee: :func:`read_manifest` never raises on bad content. It returns a
+manifest whose every field the pipeline reads has its documented type (or is
+None / empty), and one problem for each field it had to drop, naming the
+field and what was wrong (ingestion records each as a malformed line 0 of
+the manifest). A manifest that is not a JSON object at all is one such
+problem and an empty manifest. So one bad manifest costs its cell a "malformed" verdict (and the
+fields it lacks), never the judge of the whole batch.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+#: Top-level fields: name -> (accepted Python types, what the message calls them).
+_SCALARS: dict[str, tuple[tuple[type, ...], str]] = {
+    "run_id": ((str,), "a string"),
+    "scenario": ((str,), "a string"),
+    "broker_version": ((str,), "a string"),
+    "group_id": ((str,), "a string"),
+    "expected_protocol": ((str,), "a string"),
+    "seed": ((int,), "an integer"),
+    "last_fault_ts": ((int, float), "a number"),
+    "end_ts": ((int, float), "a number"),
+    "leader_rotation": ((bool,), "true or false"),
+    "complete": ((bool,), "true or false"),
+}
+#: Member fields: name -> (accepted types, description); lists are lists of strings.
+_MEMBER_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "spec": ((str,), "a string"), "kind": ((str,), "a string"), "version": ((str,), "a string"),
+    "group_instance_id": ((str,), "a string"), "strategies": ((list,), "a list of strings"),
+    "faults": ((list,), "a list of strings"),
+}
+TIMING_FIELDS = ("session_timeout_ms", "heartbeat_interval_ms", "max_poll_interval_ms", "convergence_bound_ms",
+                 "revoke_bound_ms")
+
+
+def _is(value: Any, kinds: tuple[type, ...]) -> bool:
+    """isinstance, except that a bool is not a number (JSON true is not 1)."""
+    if isinstance(value, bool) and bool not in kinds:
+        return False
+    return isinstance(value, kinds)
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def read_manifest(run_dir: Path) -> tuple[dict[str, Any], list[str]]:
+    """The manifest of ``run_dir`` with only well-typed fields, and the problems found (see the
+    module docstring)."""
+    path = run_dir / "manifest.json"
+    problems: list[str] = []
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raw, problems = {}, [f"unreadable manifest: {exc}"]
+    if not isinstance(raw, dict):
+        raw, problems = {}, [f"unreadable manifest: a {type(raw).__name__}, not an object"]
+    m: dict[str, Any] = {}
+
+    def bad(where: str, value: Any, expected: str) -> None:
+        problems.append(f"manifest field {where} must be {expected}, got {_show(value)}: ignored")
+
+    for key, (kinds, expected) in _SCALARS.items():
+        value = raw.get(key)
+        if value is None or _is(value, kinds):
+            m[key] = value
+        else:
+            bad(key, value, expected)
+            m[key] = None
+    m["timing"] = {}
+    timing = raw.get("timing")
+    if isinstance(timing, dict):
+        for key in TIMING_FIELDS:
+            value = timing.get(key)
+            if _is(value, (int, float)):
+                m["timing"][key] = value
+            elif value is not None:
+                bad(f"timing.{key}", value, "a number")
+    elif timing is not None:
+        bad("timing", timing, "an object")
+    m["phases"] = []
+    phases = raw.get("phases")
+    if isinstance(phases, list):
+        for i, phase in enumerate(phases):
+            if isinstance(phase, dict) and (phase.get("start_ts") is None or _is(phase["start_ts"], (int, float))):
+                m["phases"].append(phase)
+            else:
+                bad(f"phases[{i}]", phase, "an object with a numeric start_ts")
+    elif phases is not None:
+        bad("phases", phases, "a list")
+    m["topics"] = {}
+    topics = raw.get("topics")
+    if isinstance(topics, dict):
+        for topic, count in topics.items():
+            if _is(count, (int,)) and count >= 0:
+                m["topics"][topic] = count
+            else:
+                bad(f"topics.{topic}", count, "a partition count (an integer >= 0)")
+    elif topics is not None:
+        bad("topics", topics, "an object of topic -> partition count")
+    m["members"] = []
+    members = raw.get("members")
+    if isinstance(members, list):
+        for i, member in enumerate(members):
+            if not isinstance(member, dict) or not isinstance(member.get("name"), str) or not member["name"]:
+                bad(f"members[{i}]", member, "an object with a name")
+                continue
+            clean: dict[str, Any] = {"name": member["name"]}
+            for key, (kinds, expected) in _MEMBER_FIELDS.items():
+                value = member.get(key)
+                ok = value is None or (_is(value, kinds) and (not isinstance(value, list)
+                                                              or all(isinstance(x, str) for x in value)))
+                if not ok:
+                    bad(f"members[{i}].{key}", value, expected)
+                clean[key] = value if ok else None
+            m["members"].append(clean)
+    elif members is not None:
+        bad("members", members, "a list")
+    return m, problems

@@ -1,0 +1,54 @@
+"""A manifest's bad fields become problems naming the field; the good ones are kept (pure Python)."""
+
+from __future__ import annotations
+
+import json
+
+from conformance.pipeline.manifest import read_manifest
+
+
+def _write(tmp_path, content) -> None:
+    (tmp_path / "manifest.json").write_text(content if isinstance(content, str) else json.dumps(content))
+
+
+def test_wrong_typed_fields_are_dropped_one_problem_each(tmp_path):
+    _write(tmp_path, {
+        "run_id": "r1", "scenario": {"name": "crash-restart"}, "seed": "7", "leader_rotation": 1,
+        "topics": {"t": 4, "u": "four", "v": -1},
+        "timing": {"session_timeout_ms": "10s", "heartbeat_interval_ms": 1000},
+        "members": [{"name": "m1", "spec": "java@4.4.0", "strategies": ["cooperative-sticky", 3]}, "m2", {"spec": "x"}],
+        "phases": [{"name": "all", "start_ts": 5.0}, {"start_ts": "soon"}],
+        "end_ts": True,
+    })
+    m, problems = read_manifest(tmp_path)
+    assert m["run_id"] == "r1" and m["scenario"] is None and m["seed"] is None and m["end_ts"] is None
+    assert m["leader_rotation"] is None            # 1 is not true: only booleans are
+    assert m["topics"] == {"t": 4}
+    assert m["timing"] == {"heartbeat_interval_ms": 1000}
+    assert [x["name"] for x in m["members"]] == ["m1"]
+    assert m["members"][0]["spec"] == "java@4.4.0" and m["members"][0]["strategies"] is None
+    assert m["phases"] == [{"name": "all", "start_ts": 5.0}]
+    fields = sorted(p.split(" must be ")[0].removeprefix("manifest field ") for p in problems)
+    assert fields == sorted(["scenario", "seed", "leader_rotation", "topics.u", "topics.v", "timing.session_timeout_ms",
+                             "members[0].strategies", "members[1]", "members[2]", "phases[1]", "end_ts"])
+    assert 'manifest field topics.u must be a partition count (an integer >= 0), got "four": ignored' in problems
+
+
+def test_a_clean_manifest_has_no_problems(tmp_path):
+    _write(tmp_path, {"run_id": "r1", "scenario": "pause", "seed": 3, "broker_version": "4.4.0",
+                      "topics": {"t": 4}, "members": [{"name": "m1", "spec": "java", "faults": []}],
+                      "timing": {"session_timeout_ms": 6000}, "leader_rotation": False, "complete": True})
+    m, problems = read_manifest(tmp_path)
+    assert problems == []
+    assert m["seed"] == 3 and m["topics"] == {"t": 4} and m["complete"] is True
+
+
+def test_unreadable_manifests(tmp_path):
+    _write(tmp_path, "[1, 2]")
+    m, problems = read_manifest(tmp_path)
+    assert m["members"] == [] and m["run_id"] is None
+    assert problems == ["unreadable manifest: a list, not an object"]
+    _write(tmp_path, '{"run_id": ')
+    assert read_manifest(tmp_path)[1][0].startswith("unreadable manifest: Expecting value")
+    (tmp_path / "manifest.json").unlink()
+    assert read_manifest(tmp_path)[1][0].startswith("unreadable manifest: [Errno 2]")
