@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from conformance.pipeline.matrix import build_matrix, pairs
+from conformance.scenarios.matrix import MatrixResult, summary_table
 
 
 def _cell(run, members, verdict, start, matrix_run, scenario="rolling-restart", broker="4.4.0"):
@@ -38,3 +41,19 @@ def test_pass_fail_flaky_and_trend_in_run_time_order():
     assert [r["run"] for r in m["runs"]] == ["night-1", "night-2"]
     assert m["summary"]["entries"] == {"pass": 1, "fail": 1, "flaky": 1}
     assert m["brokers"] == ["3.9.2", "4.4.0"]
+
+
+def test_a_malformed_cell_fails_the_matrix_and_the_run_alike():
+    # Every invariant held, but lines of the input could not be used: the cell was not fully judged.
+    malformed = _cell("c1", ["java@4.4.0", "reference@0.1.0"], "pass", 1000, "night-1")
+    malformed["verdict"] = "malformed"
+    malformed["malformed"] = [{"file": "members/m1.jsonl", "line": 7, "problem": "not a JSON object"}]
+    clean = _cell("c2", ["java@4.4.0", "sarama@1.61.1"], "pass", 1000, "night-1")
+    [entry] = [e for e in build_matrix([malformed, clean])["entries"] if e["b"] == "reference@0.1.0"]
+    assert entry["status"] == "fail"
+    result = MatrixResult(Path("."), verdicts=[malformed, clean])
+    assert result.exit_code == 1
+    assert MatrixResult(Path("."), verdicts=[clean]).exit_code == 0
+    row = next(line for line in summary_table(result).splitlines() if "reference@0.1.0" in line)
+    assert "FAIL" in row and row.endswith("malformed(1 lines)")
+

@@ -4,8 +4,10 @@ Guarantees: each cell runs in its own run directory under
 ``<runs>/<run-id>/runs/<cell-id>/``; the matrix directory gets ``summary.json``
 and the reports even when a cell fails or the run is interrupted (the cells
 that finished are judged; the interrupted one is marked incomplete). The exit
-status is 0 when every verdict passes, 1 when any invariant is violated or
-unknown, 2 on a suite error.
+status is 0 when every verdict passes, 1 when any cell did not pass (an
+invariant violated or unknown, or input lines that could not be used: the
+report's rule, :func:`conformance.pipeline.matrix.cell_passed`), 2 on a
+suite error.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 from conformance import config
 from conformance.errors import SuiteError
 from conformance.members.spec import MemberSpec
+from conformance.pipeline.matrix import cell_passed
 from conformance.rundir import RunDir, new_run_id
 from conformance.scenarios.catalog import get_scenario
 from conformance.scenarios.runner import Cell, CellRun
@@ -64,10 +67,6 @@ class MatrixResult:
         if any(not cell_passed(v) for v in self.verdicts) or self.interrupted:
             return 1
         return 2 if self.errors else 0
-
-
-def cell_passed(verdict: dict[str, Any]) -> bool:
-    return all(inv.get("status") == "pass" for inv in verdict.get("invariants", {}).values())
 
 
 def build_cells(scenarios: list[str], specs: list[MemberSpec], broker: str, seed: int) -> list[Cell]:
@@ -145,9 +144,11 @@ def summary_table(result: MatrixResult) -> str:
     rows = [("scenario", "members", "broker", "verdict", "violations")]
     for v in result.verdicts:
         failing = sorted(k for k, inv in v.get("invariants", {}).items() if inv.get("status") != "pass")
+        why = [f"{k}({v['invariants'][k]['status']})" for k in failing]
+        if v.get("malformed"):
+            why.append(f"malformed({len(v['malformed'])} lines)")
         rows.append((v.get("scenario", "?"), ",".join(v.get("members", [])), v.get("broker_version", "?"),
-                     "PASS" if cell_passed(v) else "FAIL",
-                     " ".join(f"{k}({v['invariants'][k]['status']})" for k in failing) or "-"))
+                     "PASS" if cell_passed(v) else "FAIL", " ".join(why) or "-"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))

@@ -15,7 +15,7 @@ import pytest
 
 from conformance import config
 from conformance.rundir import RunDir
-from conformance.scenarios.matrix import cell_passed
+from conformance.pipeline.matrix import cell_passed
 from conformance.scenarios.runner import Cell, CellRun, reproduce_command
 
 
@@ -49,5 +49,6 @@ def test_cell(conformance_cell: Cell, request: pytest.FixtureRequest) -> None:
         lines = [f"{inv} {res['status']}: " + "; ".join(v["message"] for v in res.get("violations", [])[:3])
                  + (f" [error: {res['error']}]" if res.get("error") else "")
                  for inv, res in sorted(verdict["invariants"].items()) if res["status"] != "pass"]
+        lines += [f"malformed {m['file']}:{m['line']}: {m['problem']}" for m in verdict.get("malformed", [])[:5]]
         pytest.fail("\n".join(lines + [f"run directory: {rd.path}", f"reproduce: {reproduce_command(cell)}"]),
                     pytrace=False)
