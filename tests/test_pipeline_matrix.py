@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from conformance.pipeline.matrix import build_matrix, pairs
+from conformance.report import html, markdown
 from conformance.scenarios.matrix import MatrixResult, summary_table
 
 
@@ -57,3 +58,18 @@ def test_a_malformed_cell_fails_the_matrix_and_the_run_alike():
     row = next(line for line in summary_table(result).splitlines() if "reference@0.1.0" in line)
     assert "FAIL" in row and row.endswith("malformed(1 lines)")
 
+
+def test_trend_in_the_markdown_summary_and_the_html():
+    verdicts = [_cell("c1", ["java@4.4.0", "reference@0.1.0"], "pass", 1000, "night-1"),
+                _cell("c2", ["java@4.4.0", "reference@0.1.0"], "fail", 2000, "night-2"),
+                _cell("c3", ["java@4.4.0", "sarama@1.61.1"], "pass", 2000, "night-2")]
+    m = build_matrix(verdicts)
+    md = markdown.render(verdicts, m)
+    assert "Trend: the last 2 matrix runs, oldest first (night-1 … night-2)." in md
+    assert "| 4.4.0 | rolling-restart | java@4.4.0 | reference@0.1.0 | ⚠️ flaky | 1/2 | ✅❌ |" in md
+    assert "| 4.4.0 | rolling-restart | java@4.4.0 | sarama@1.61.1 | ✅ pass | 1/1 | ·✅ |" in md
+    page = html.render(verdicts, m, {})
+    assert '<table class="trend-table">' in page and "<li>night-1</li><li>night-2</li>" in page
+    # One matrix run: no trend column.
+    single = markdown.render(verdicts[:1], build_matrix(verdicts[:1]))
+    assert "trend" not in single.lower()

@@ -84,7 +84,7 @@ def _trend(matrix: dict) -> str:
         cells = "".join(f'<td class="{by.get(r["run"], "none")}">{by.get(r["run"], "")[:1]}</td>' for r in matrix["runs"])
         rows.append(f'<tr><th>{escape(e["broker_version"])} {escape(e["scenario"])}: {escape(e["a"])} &times; '
                     f'{escape(e["b"])}</th>{cells}</tr>')
-    legend = "".join(f"<li>{i + 1}: {escape(r['run'])}</li>" for i, r in enumerate(matrix["runs"]))
+    legend = "".join(f"<li>{escape(r['run'])}</li>" for r in matrix["runs"])   # <ol>: numbered as the columns
     return f'<table class="trend-table"><tr><th>entry</th>{head}</tr>{"".join(rows)}</table><ol class=small>{legend}</ol>'
 
 

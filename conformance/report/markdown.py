@@ -7,15 +7,31 @@ def _icon(status: str) -> str:
     return {"pass": "✅ pass", "fail": "❌ fail", "flaky": "⚠️ flaky"}.get(status, status)
 
 
+#: Matrix runs the trend column shows at most (the newest).
+TREND_RUNS = 10
+_MARK = {"pass": "✅", "fail": "❌", "flaky": "⚠️"}
+
+
+def _trend(entry: dict, runs: list[str]) -> str:
+    """One mark per matrix run, oldest first (``·``: the entry was not run that time)."""
+    by = {t["run"]: t["status"] for t in entry["trend"]}
+    return "".join(_MARK.get(by.get(r, ""), "·") for r in runs)
+
+
 def render(verdicts: list[dict], matrix: dict) -> str:
     s = matrix["summary"]
+    runs = [r["run"] for r in matrix["runs"]][-TREND_RUNS:]
+    trend = len(runs) > 1
     lines = ["# Conformance summary", "",
              f"{s['cells']} cell(s): **{s['passed']} passed**, **{s['failed']} failed**. Matrix entries: "
-             f"{s['entries']['pass']} pass, {s['entries']['fail']} fail, {s['entries']['flaky']} flaky.", "",
-             "| broker | scenario | member | member | result | cells |", "| --- | --- | --- | --- | --- | --- |"]
+             f"{s['entries']['pass']} pass, {s['entries']['fail']} fail, {s['entries']['flaky']} flaky.", ""]
+    if trend:
+        lines += [f"Trend: the last {len(runs)} matrix runs, oldest first ({runs[0]} … {runs[-1]}).", ""]
+    lines += ["| broker | scenario | member | member | result | cells |" + (" trend |" if trend else ""),
+              "| --- | --- | --- | --- | --- | --- |" + (" --- |" if trend else "")]
     for e in matrix["entries"]:
         lines.append(f"| {e['broker_version']} | {e['scenario']} | {e['a']} | {e['b']} | {_icon(e['status'])} | "
-                     f"{e['passes']}/{e['passes'] + e['fails']} |")
+                     f"{e['passes']}/{e['passes'] + e['fails']} |" + (f" {_trend(e, runs)} |" if trend else ""))
     bad = [v for v in verdicts if v.get("verdict") != "pass"]
     if bad:
         lines += ["", "## Failing cells", ""]
