@@ -1,8 +1,9 @@
 """The two ways of judging give the same verdicts: small batches (every table pinned in memory,
 Parquet written while the checks run) and large ones (tables staged as Parquet and read back).
 
-The whole hand-made story catalog (a clean cell, one cell per break, eager, malformed) is judged
-each way in one call; everything a verdict says must be equal, and both write the same tables.
+The whole hand-made story catalog (a clean cell, one cell per break, eager, malformed, a bad
+manifest) is judged each way in one call; everything a verdict says must be equal, and both write
+the same tables.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import pytest
 
 from conformance import config
 from conformance.pipeline.verdicts import judge
-from conformance.pipeline.synth import BREAKS, cooperative_story, eager_story, malformed_story
+from conformance.pipeline.synth import BREAKS, bad_manifest_story, cooperative_story, eager_story, malformed_story
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +27,8 @@ def test_small_and_staged_judging_agree(tmp_path, monkeypatch):
     runs = tmp_path / "runs"
     dirs = [cooperative_story(runs, "clean")]
     dirs += [cooperative_story(runs, f"break-{name}", break_=name, scenario=f"break-{name}") for name in BREAKS]
-    dirs += [eager_story(runs, "eager-r5", break_="r5"), malformed_story(runs, "malformed")]
+    dirs += [eager_story(runs, "eager-r5", break_="r5"), malformed_story(runs, "malformed"),
+             bad_manifest_story(runs, "bad-manifest")]
     phases_small: dict = {}
     small = judge(dirs, tmp_path / "small", phases=phases_small)
     monkeypatch.setattr(config, "PIPELINE_SMALL_INPUT_BYTES", -1)

@@ -13,7 +13,7 @@
   An ``assigned`` of a partition already owned extends nothing (it is dropped).
 - ``member_ids``: which member (tap owner) used which member id.
 - ``generations``: per (run, generation) from successful JoinGroup responses:
-  leader id and name, protocol, member count, first/last response time, and
+  leader id and name (and every leader id the responses named), protocol, member count, first/last response time, and
   whether the protocol is cooperative.
 - ``leader_assignments`` / ``received``: decoded assignments per member name.
 """
@@ -200,6 +200,7 @@ def load_second(t: Tables) -> Tables:
                         & (F.coalesce("error_code", F.lit(0)) == 0) & F.col("generation").isNotNull())
     gens = jr.groupBy("run", "generation").agg(
         F.first("leader", ignorenulls=True).alias("leader_id"), F.countDistinct("leader").alias("n_leaders"),
+        F.array_sort(F.collect_set("leader")).alias("leader_ids"),
         F.first("protocol_name", ignorenulls=True).alias("protocol_name"), F.min("ts").alias("join_ts"),
         F.max("n_members").alias("n_members"),
         F.collect_set("member").alias("joined"))

@@ -123,11 +123,12 @@ class CellBuilder:
         return encode_subscription(sub).hex()
 
     def join(self, gen: int, ts: float, leader: str, metadata: dict[str, str], protocol: str = "cooperative-sticky",
-             offered: dict[str, list[str]] | None = None) -> None:
+             offered: dict[str, list[str]] | None = None, leader_of: dict[str, str] | None = None) -> None:
         """JoinGroup requests (at ts) and responses (at ts+5) for generation ``gen``.
 
         ``metadata``: member -> subscription hex (see :meth:`subscription`);
-        ``offered``: member -> protocol names in preference order (default: just ``protocol``).
+        ``offered``: member -> protocol names in preference order (default: just ``protocol``);
+        ``leader_of``: member -> the leader its response names instead of ``leader`` (a broken broker).
         """
         for m, meta in metadata.items():
             names = (offered or {}).get(m, [protocol])
@@ -136,7 +137,8 @@ class CellBuilder:
         for m in metadata:
             members = ([{"member_id": f"{x}-id", "group_instance_id": None, "metadata": md} for x, md in metadata.items()]
                        if m == leader else [])
-            self.frame(ts + 5, m, "JoinGroup", "response", generation=gen, error_code=0, leader=f"{leader}-id",
+            named = (leader_of or {}).get(m, leader)
+            self.frame(ts + 5, m, "JoinGroup", "response", generation=gen, error_code=0, leader=f"{named}-id",
                        protocol_name=protocol, members=members)
             self.generation_of[m] = gen
 
@@ -189,14 +191,19 @@ BREAKS: dict[str, str] = {
     "e3": "m2's cooperative-sticky userData is 3 garbage bytes (a warning)",
     "e4": "the reference member m2 writes its owned partitions unsorted (Java sorts them)",
     "e5": "m1 still declares t-2, t-3 owned in generation 3, a second after revoking them",
+    "e5-missing": "m1 declares nothing owned in generation 3 although it owns t-0, t-1",
     "l1": "the leader of generation 2 sends no assignment for m2",
     "l1-nosync": "the leader of generation 2 sends no SyncGroup at all, and nothing stopped it",
     "l1-nosync-allowed": "as l1-nosync, but m1 was being terminated when generation 2 formed: allowed",
+    "l1-two-leaders": "m2's JoinGroup response of generation 2 names m2 the leader, m1's names m1",
     "l2": "the leader of generation 2 assigns m1 a partition of a topic nobody subscribed to",
+    "l2-double": "the leader of generation 2 assigns t-0 to both m1 and m2",
+    "l2-incomplete": "the final generation 3 assigns nobody t-3",
     "l3": "the final generation gives m1 one partition and m2 three",
     "l4": "a generation 4 with the same members swaps every partition",
     "l4-eager-allowed": "as l4, but both members declare nothing owned in generation 4 (eager): allowed",
     "l5": "a leader-rotation cell in which the reference member never leads",
+    "l5-every-kind-led": "a leader-rotation cell in which the reference member leads generation 4: allowed",
     "r1": "generation 2 hands t-2 to m2 while m1 validly declares it owned",
     "r2": "m2 records t-2 assigned while m1 still owns it",
     "r2-allowed": "as r2, but m1 is paused (SIGSTOP) at the time: allowed",
@@ -204,12 +211,18 @@ BREAKS: dict[str, str] = {
     "r3-allowed": "as r3, but during a broker restart (the session was cut, not rebalanced): allowed",
     "r4": "t-2, t-3 are revoked and nobody gets them for the rest of a long run",
     "r5": "every member offers only cooperative-sticky but the final generation is range",
+    "r5-not-offered": "generation 3 is cooperative-sticky although m2 offered only range",
     "d1": "m2 never consumes offsets 90-99 of t-3",
     "d2": "m1's accepted commit moves t-1 back from 50 to 30",
     "d2-stale": "the broker accepts m1's commit from generation 1 after generation 2 formed",
     "d3": "m1 re-reads t-0 90-99 with no rebalance or fault in between",
     "d3-allowed": "as d3, but m1 was paused in between: counted, allowed",
     "v1": "m2 reports a fatal error and never stops",
+    "v1-hang": "m2 never stops in a complete run (no error, no kill)",
+    "v1-crash": "m2 starts again at 30 s without having stopped and without a kill",
+    "v1-unowned": "m2 loses t-3 at 30 s and nobody owns it to the end",
+    "v1-slow": "m2's start is the last fault, and the group converges 2.7 s later against a 1 s bound",
+    "v1-kill-allowed": "m2 is killed at 30 s; m1 takes t-2, t-3 in generation 4: allowed, the whole cell passes",
 }
 
 
@@ -228,7 +241,11 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
         raise ValueError(f"unknown break {break_!r}; known: {', '.join(BREAKS)}")
     if break_ == "l5":
         kw["leader_rotation"] = True
+    if break_ == "l5-every-kind-led":
+        kw["leader_rotation"] = True
     b = CellBuilder(root, run_id, **kw)
+    if break_ == "v1-slow":
+        b.manifest["timing"] = {**b.manifest["timing"], "convergence_bound_ms": 1000}
     T = "t"
     all4 = [(T, p) for p in range(4)]
     b.started("m1", 1000)
@@ -240,6 +257,8 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
     for p in range(4):
         b.consumed("m1", 3000 + p, T, p, 0, 49)
     b.commit("m1", 4000, 1, [(T, p, 50) for p in range(4)])
+    if break_ == "v1-slow":
+        b.fault(9990, "start", "m2")
     b.started("m2", 10000)
     sub_m2 = b.subscription("m2")
     if break_ == "e1":
@@ -249,7 +268,8 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
         sub_m2 = "0001" + "00000001" + "000174" + "00000000" + "00000001" + "000174" + "00000002" + "00000001" + "00000000"
     elif break_ == "e3":
         sub_m2 = b.subscription("m2", user_data=b"\x01\x02\x03")
-    b.join(2, 11000, "m1", {"m1": b.subscription("m1", owned=all4, generation=1), "m2": sub_m2})
+    b.join(2, 11000, "m1", {"m1": b.subscription("m1", owned=all4, generation=1), "m2": sub_m2},
+           leader_of={"m2": "m2"} if break_ == "l1-two-leaders" else None)
     g2: dict[str, list] = {"m1": all4[:2], "m2": []}
     if break_ == "l1":
         g2 = {"m1": all4[:2]}
@@ -258,6 +278,8 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
         g2 = {"m1": all4[:2] + [("other", 0)], "m2": []}
     elif break_ == "r1":
         g2 = {"m1": all4[:2], "m2": [(T, 2)]}
+    elif break_ == "l2-double":
+        g2 = {"m1": all4[:2], "m2": [(T, 0)]}
     raw = {"m2": "0003" + "00000001" + "000174" + "00000002" + "00000000"} if break_ == "e2" else None
     if break_ == "l1-nosync-allowed":
         b.fault(10900, "terminate", "m1")
@@ -281,17 +303,20 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
         b.revoked("m1", 11300, [(T, 0)])
         b.assigned("m1", 11350, [(T, 0)])
     b.revoked("m1", 11400, all4[2:])
-    m1_owned_g3 = all4 if break_ == "e5" else all4[:2]
+    m1_owned_g3 = all4 if break_ == "e5" else [] if break_ == "e5-missing" else all4[:2]
     final_proto = "range" if break_ == "r5" else "cooperative-sticky"
+    offered = ({"m1": ["cooperative-sticky"], "m2": ["cooperative-sticky"]} if break_ == "r5"
+               else {"m1": ["cooperative-sticky"], "m2": ["range"]} if break_ == "r5-not-offered" else None)
     b.join(3, 12500, "m1", {"m1": b.subscription("m1", owned=m1_owned_g3, generation=2),
                              "m2": b.subscription("m2", owned=[(T, 2)] if break_ in ("r2", "r2-allowed") else [],
-                                                  generation=2)}, protocol=final_proto,
-           offered={"m1": ["cooperative-sticky"], "m2": ["cooperative-sticky"]} if break_ == "r5" else None)
+                                                  generation=2)}, protocol=final_proto, offered=offered)
     final: dict[str, list] = {"m1": all4[:2], "m2": all4[2:]}
     if break_ == "l3":
         final = {"m1": all4[:1], "m2": all4[1:]}
     elif break_ == "r4":
         final = {"m1": all4[:2], "m2": []}
+    elif break_ == "l2-incomplete":
+        final = {"m1": all4[:2], "m2": [(T, 2)]}
     b.sync(3, 12600, "m1", final, protocol=final_proto)
     if break_ == "l3":
         b.revoked("m1", 12650, [(T, 1)])
@@ -303,6 +328,10 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
         b.join(4, 20000, "m1", {"m1": b.subscription("m1", owned=[] if eager else all4[:2], generation=3),
                                  "m2": b.subscription("m2", owned=[] if eager else all4[2:], generation=3)})
         b.sync(4, 20100, "m1", {"m1": all4[2:], "m2": all4[:2]})
+    if break_ == "l5-every-kind-led":
+        b.join(4, 20000, "m2", {"m1": b.subscription("m1", owned=all4[:2], generation=3),
+                                 "m2": b.subscription("m2", owned=all4[2:], generation=3)})
+        b.sync(4, 20100, "m2", final)
     for p in range(4):
         b.produced(13000 + p, T, p, 50, 99)
     owners = {tp: m for m, tps in final.items() for tp in tps}
@@ -317,11 +346,20 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
         b.fault(14500, "pause", "m1")
         b.fault(14600, "resume", "m1", phase="heal")
         b.consumed("m1", 15000, T, 0, 90, 99)
+    if break_ == "v1-unowned":
+        b.lost("m2", 30000, [(T, 3)])
+    if break_ == "v1-crash":
+        b.started("m2", 30000)                          # a second life with no stop, no kill before it
+    if break_ == "v1-kill-allowed":
+        b.fault(30000, "kill", "m2")
+        b.join(4, 41000, "m1", {"m1": b.subscription("m1", owned=all4[:2], generation=3)})
+        b.sync(4, 41100, "m1", {"m1": all4})
+        b.assigned("m1", 41200, all4[2:])
     end = 60000.0
     b.stopped("m1", end - 100)
     if break_ == "v1":
         b.error("m2", end - 200, "boom: unexpected client state", fatal=True)
-    else:
+    elif break_ not in ("v1-hang", "v1-kill-allowed"):
         b.stopped("m2", end - 50)
     return b.write(end)
 
@@ -375,11 +413,25 @@ def malformed_story(root: Path, run_id: str) -> Path:
     return path
 
 
+def bad_manifest_story(root: Path, run_id: str) -> Path:
+    """The clean story with a manifest whose fields are partly wrong-typed (each must be reported,
+    the rest of the cell judged)."""
+    path = cooperative_story(root, run_id)
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest["seed"] = "seven"
+    manifest["timing"]["session_timeout_ms"] = "10s"
+    manifest["topics"]["u"] = "four"
+    manifest["members"].append("m3")
+    (path / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    return path
+
+
 _JUDGED: dict[str, tuple[Path, list[dict]]] = {}
 
 
 def judged_catalog(root: Path) -> tuple[Path, list[dict]]:
-    """Build every story cell (clean, each break, eager, malformed) under ``root`` and judge them once.
+    """Build every story cell (clean, each break, eager, malformed, bad manifest) under ``root`` and judge
+    them once.
 
     Cached per process, so that several test modules share one Spark judge
     call. Returns (out_dir, verdicts).
@@ -393,6 +445,7 @@ def judged_catalog(root: Path) -> tuple[Path, list[dict]]:
         dirs.append(eager_story(runs, "eager-clean", scenario="upgrade-eager-to-cooperative"))
         dirs.append(eager_story(runs, "eager-r5", break_="r5", scenario="upgrade-eager-to-cooperative"))
         dirs.append(malformed_story(runs, "malformed"))
+        dirs.append(bad_manifest_story(runs, "bad-manifest"))
         out = root / "out"
         _JUDGED["catalog"] = (out, judge(dirs, out))
     return _JUDGED["catalog"]

@@ -87,8 +87,9 @@ def check_l1(t: Tables) -> list[dict]:
     for r in rows:
         run, gen = r["run"], r["generation"]
         if r["n_leaders"] and r["n_leaders"] > 1:
-            out.append(violation("L1", run, f"generation {gen} has {r['n_leaders']} leaders in JoinGroup responses",
-                                 generation=gen, ts=r["join_ts"]))
+            out.append(violation("L1", run, f"generation {gen} has {r['n_leaders']} leaders in JoinGroup responses: "
+                                 f"{', '.join(r['leader_ids'])}", generation=gen, ts=r["join_ts"],
+                                 evidence={"leader_ids": list(r["leader_ids"]), "joined": sorted(r["joined"] or [])}))
         if r["assigned"] is None:
             if not r["faults"]:
                 out.append(violation("L1", run, f"leader {r['leader'] or r['leader_id']} of generation {gen} sent no "
@@ -118,7 +119,7 @@ def _build_assignment_rows(t: Tables):
             .join(chosen, ["run", "generation"], "left")
             .withColumn("protocol_name", F.coalesce("protocol_name", "gen_protocol"))
             .select("run", "generation", "protocol_name", "subject_member_id", "subject", "topics", "member", "ts",
-                    F.explode_outer("partitions").alias("tp"))
+                    "line", F.explode_outer("partitions").alias("tp"))
             .select("*", "tp.topic", "tp.partition").drop("tp"))
 
 
@@ -146,23 +147,28 @@ def check_l2(t: Tables) -> list[dict]:
     a = _assignment_rows(t).where(F.col("topic").isNotNull())
     out = []
     dup = (a.groupBy("run", "generation", "topic", "partition")
-           .agg(F.collect_set(F.coalesce("subject", "subject_member_id")).alias("owners"), F.min("ts").alias("ts"))
+           .agg(F.collect_set(F.coalesce("subject", "subject_member_id")).alias("owners"), F.min("ts").alias("ts"),
+                F.min("member").alias("leader"), F.array_sort(F.collect_set("line")).alias("lines"))
            .where(F.size("owners") > 1))
     unsub = (a.where(F.col("topics").isNotNull() & ~F.array_contains("topics", F.col("topic")))
              .groupBy("run", "generation", F.coalesce("subject", "subject_member_id").alias("who"), "topics")
-             .agg(F.collect_list(F.struct("topic", "partition")).alias("tps"), F.min("ts").alias("ts")))
+             .agg(F.collect_list(F.struct("topic", "partition")).alias("tps"), F.min("ts").alias("ts"),
+                  F.min("member").alias("leader"), F.min("line").alias("line")))
     incomplete = (_complete_gens(t).where(F.col("final") & ~F.col("complete"))
                   .join(t.cells.where(F.col("complete")).select("run"), "run"))
     dup, unsub, incomplete = t.collect_many(dup, unsub, incomplete)
     for r in dup:
         out.append(violation("L2", r["run"], f"generation {r['generation']} assigns {r['topic']}-{r['partition']} to "
                              f"{len(r['owners'])} members: {', '.join(sorted(r['owners']))}", members=r["owners"],
-                             generation=r["generation"], partitions=[[r["topic"], r["partition"]]], ts=r["ts"]))
+                             generation=r["generation"], partitions=[[r["topic"], r["partition"]]], ts=r["ts"],
+                             evidence={"leader": r["leader"], "owners": sorted(r["owners"]),
+                                       "wire_lines": list(r["lines"])}))
     for r in unsub:
         parts = [[x["topic"], x["partition"]] for x in r["tps"]]
         out.append(violation("L2", r["run"], f"generation {r['generation']} assigns {fmt_tps(parts)} to {r['who']}, "
                              f"which subscribed only to {', '.join(r['topics'])}", members=[r["who"]],
-                             generation=r["generation"], partitions=parts, ts=r["ts"]))
+                             generation=r["generation"], partitions=parts, ts=r["ts"],
+                             evidence={"leader": r["leader"], "subscribed": list(r["topics"]), "wire_line": r["line"]}))
     for r in incomplete:
         assigned = (a.where((F.col("run") == r["run"]) & (F.col("generation") == r["generation"]))
                     .select("topic", "partition").distinct())
@@ -172,7 +178,7 @@ def check_l2(t: Tables) -> list[dict]:
                    t.collect(subscribed.select("topic", "partition").join(assigned, ["topic", "partition"], "left_anti"))]
         out.append(violation("L2", r["run"], f"final generation {r['generation']} leaves {fmt_tps(missing)} unassigned "
                              f"({r['have'] or 0} of {r['needed']} partitions assigned)", generation=r["generation"],
-                             partitions=missing))
+                             partitions=missing, evidence={"needed": r["needed"], "assigned": r["have"] or 0}))
     return out
 
 

@@ -17,6 +17,13 @@ Allowed anomalies, each with its reason:
   heal, is not judged: the member's session was cut, not rebalanced. Sarama
   ends its whole session on a coordinator EOF and, having no "lost" signal,
   reports it as a revoke of everything it then gets back (broker-restart).
+- R3 judges the first half of the catalog's R3 (no revoke and re-assign of
+  a retained partition). The second half, "keeps consuming during the
+  rebalance", is the metric ``pause_ms`` (conformance.pipeline.metrics), not a
+  verdict: a gap in consumption is a violation only if records were waiting,
+  and the histories record what was produced and consumed, not what a
+  member's fetch could have returned; judging gaps would raise false alarms
+  on idle partitions.
 - R4: a revocation within the revoke bound of the run's end is not judged
   (the run ended before the bound), and neither is one after which every
   member stopped.
@@ -43,7 +50,7 @@ def check_r1(t: Tables) -> list[dict]:
                                         F.col("member").alias("claimant")), ["run", "subject_member_id"], "left")
               .select("run", "generation", "leader", F.coalesce("claimant", "subject_member_id").alias("claimant"),
                       "subject_member_id", F.coalesce("sub_generation", F.lit(-1)).alias("sub_gen"),
-                      F.explode("owned").alias("tp"))
+                      F.col("line").alias("claim_line"), F.explode("owned").alias("tp"))
               .select("*", "tp.topic", "tp.partition").drop("tp").dropDuplicates(
                   ["run", "generation", "subject_member_id", "topic", "partition"]))
     w = Window.partitionBy("run", "generation", "topic", "partition")
@@ -52,20 +59,26 @@ def check_r1(t: Tables) -> list[dict]:
              .where((F.col("sub_gen") == F.col("best")) & (F.col("n_best") == 1)))
     given = (t.leader_assignments.where(F.col("decode_error").isNull())
              .select("run", "generation", F.col("subject_member_id").alias("to_id"),
-                     F.coalesce("subject", "subject_member_id").alias("to"), "ts", F.explode("partitions").alias("tp"))
+                     F.coalesce("subject", "subject_member_id").alias("to"), "ts", "line", "assignment_hex",
+                     F.explode("partitions").alias("tp"))
              .select("*", "tp.topic", "tp.partition").drop("tp"))
     bad = t.collect(given.join(valid, ["run", "generation", "topic", "partition"])
            .where(F.col("to_id") != F.col("subject_member_id"))
            .groupBy("run", "generation", "leader", "to", "claimant")
            .agg(F.collect_list(F.struct("topic", "partition")).alias("tps"), F.min("ts").alias("ts"),
-                F.first("sub_gen").alias("sub_gen")))
+                F.first("sub_gen").alias("sub_gen"), F.min("subject_member_id").alias("claimant_id"),
+                F.min("claim_line").alias("claim_line"), F.min("line").alias("sync_line"),
+                F.min("assignment_hex").alias("assignment_hex")))
     out = []
     for r in bad:
         parts = [[x["topic"], x["partition"]] for x in r["tps"]]
         out.append(violation("R1", r["run"], f"leader {r['leader']} of cooperative generation {r['generation']} gave "
                              f"{fmt_tps(parts)} to {r['to']} although {r['claimant']} validly declared them owned "
                              f"(declared generation {r['sub_gen']})", members=[r["leader"], r["to"], r["claimant"]],
-                             generation=r["generation"], partitions=parts, ts=r["ts"]))
+                             generation=r["generation"], partitions=parts, ts=r["ts"],
+                             evidence={"claimant_member_id": r["claimant_id"], "declared_generation": r["sub_gen"],
+                                       "join_wire_line": r["claim_line"], "sync_wire_line": r["sync_line"],
+                                       "assignment_hex": r["assignment_hex"]}))
     return out
 
 
@@ -228,30 +241,33 @@ def check_r5(t: Tables) -> list[dict]:
             .where((F.col("k") == 1) & ~is_cooperative(F.col("protocol_name"))))
     held = (prev.join(t.ownership.select("run", "member", "topic", "partition", "start_ts", "end_ts"), ["run", "member"])
             .where((F.col("start_ts") < F.col("ts")) & (F.col("end_ts") > F.col("ts")))
-            .groupBy("run", "member", "ts", "generation", "protocol_name")
+            .groupBy("run", "member", "line", "ts", "generation", "protocol_name")
             .agg(F.collect_list(F.struct("topic", "partition")).alias("tps")))
     per_gen, final, held = t.collect_many(per_gen, final, held)
     for r in per_gen:
         coop = r["protocol_name"] in config.COOPERATIVE_ASSIGNORS
         all_first_coop = all(m["first"] in config.COOPERATIVE_ASSIGNORS for m in r["ms"])
         all_support = all(any(p in config.COOPERATIVE_ASSIGNORS for p in m["all"]) for m in r["ms"])
+        offered = {m["member"]: list(m["all"]) for m in r["ms"]}   # the assignors each offered, in its order
         if coop and not all_support:
             bad = [m["member"] for m in r["ms"] if not any(p in config.COOPERATIVE_ASSIGNORS for p in m["all"])]
             out.append(violation("R5", r["run"], f"generation {r['generation']} is cooperative ({r['protocol_name']}) "
                                  f"although {', '.join(bad)} did not offer a cooperative assignor", members=bad,
-                                 generation=r["generation"]))
+                                 generation=r["generation"], evidence={"offered": offered}))
         elif not coop and all_first_coop and r["ms"]:
             out.append(violation("R5", r["run"], f"generation {r['generation']} is eager ({r['protocol_name']}) although "
                                  "every member preferred a cooperative assignor", members=[m["member"] for m in r["ms"]],
-                                 generation=r["generation"]))
+                                 generation=r["generation"], evidence={"offered": offered}))
     for r in final:
         got = "cooperative" if r["protocol_name"] in config.COOPERATIVE_ASSIGNORS else "eager"
         if got != r["expected_protocol"]:
             out.append(violation("R5", r["run"], f"final generation {r['generation']} is {got} ({r['protocol_name']}); "
-                                 f"the member mix makes it {r['expected_protocol']}", generation=r["generation"]))
+                                 f"the member mix makes it {r['expected_protocol']}", generation=r["generation"],
+                                 evidence={"expected": r["expected_protocol"], "protocol_name": r["protocol_name"]}))
     for r in held:
         parts = [[x["topic"], x["partition"]] for x in r["tps"]]
         out.append(violation("R5", r["run"], f"{r['member']} rejoined from eager generation {r['generation']} "
                              f"({r['protocol_name']}) still owning {fmt_tps(parts)}", members=[r["member"]],
-                             generation=r["generation"], partitions=parts, ts=r["ts"]))
+                             generation=r["generation"], partitions=parts, ts=r["ts"],
+                             evidence={"join_wire_line": r["line"]}))
     return out
