@@ -172,11 +172,34 @@ def test_bad_manifest_fields_are_reported_and_the_rest_judged(judged):
 
 def test_metrics_of_the_clean_story(judged):
     m = judged[1]["clean"]["metrics"]
-    assert m["rebalances"] == 3
+    assert m["generations"] == 3
     assert m["rounds"] == [1, 2]            # generation 1; then 2 + its cooperative follow-up 3
+    assert m["rebalances"] == 2
     assert m["leaders"] == {"java": 3}
     assert m["protocol"] == "cooperative"
-    assert set(m["pause_ms"]) <= {"m1", "m2"}
+    # m1 read at 3003 and next at 14000, across the rebalance of generations 2-3; m2 never paused.
+    assert m["pause_ms"] == {"m1": 10997.0}
+    assert m["convergence"] == []           # no fault
+    assert m["duplicates_by_cause"] == {}
+
+
+def test_convergence_after_each_fault(judged):
+    # m2's start (9990) is followed by generation 2 (11005) and its follow-up 3 (12505).
+    assert judged[1]["break-v1-slow"]["metrics"]["convergence"] == [
+        {"fault": "start", "target": "m2", "ts": 9990.0, "ms": 2515.0}]
+    # m2 killed at 30000; m1 alone forms generation 4 at 41005, a new rebalance.
+    killed = judged[1]["break-v1-kill-allowed"]["metrics"]
+    assert killed["convergence"] == [{"fault": "kill", "target": "m2", "ts": 30000.0, "ms": 11005.0}]
+    assert (killed["rebalances"], killed["rounds"]) == (3, [1, 2, 1])
+    # A pause and its resume with no rebalance after: recorded, with no time.
+    assert judged[1]["break-d3-allowed"]["metrics"]["convergence"] == [
+        {"fault": "pause", "target": "m1", "ts": 14500.0, "ms": None}]
+
+
+def test_duplicates_by_cause(judged):
+    assert judged[1]["break-d3-allowed"]["metrics"]["duplicates_by_cause"] == {"fault:pause+resume": 10}
+    assert judged[1]["break-d3"]["metrics"]["duplicates_by_cause"] == {"unexplained": 10}
+    assert judged[1]["break-d3"]["metrics"]["duplicates_by_generation"] == {"3": 10}
 
 
 def test_outputs_written(judged):

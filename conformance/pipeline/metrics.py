@@ -1,15 +1,23 @@
 """Per-cell metrics (contract section 7 ``metrics`` plus a few named extras).
 
-- ``rebalances``: generations formed (successful JoinGroup responses).
-- ``rounds``: generations per rebalance; a generation that follows a
-  cooperative generation after which some member revoked partitions is that
-  rebalance's follow-up round (KIP-429), not a new rebalance.
-- ``convergence_ms``: per fault (nemesis invoke), the time from the fault to
-  the last generation of the first rebalance after it (and before the next fault).
-- ``pause_ms``: per member, the longest gap between its consumed batches that
-  overlaps a rebalance (0 when it never stopped consuming across one).
-- ``duplicates`` and ``duplicates_by_generation``: re-consumed records, by the
-  generation in force when they were consumed again (D3's attribution).
+- ``generations``: generations formed (successful JoinGroup responses).
+- ``rebalances``: rebalances, and ``rounds``: generations per rebalance; a
+  generation that follows a cooperative generation after which some member
+  revoked partitions is that rebalance's follow-up round (KIP-429), not a new
+  rebalance. So ``rebalances == len(rounds)`` and ``generations == sum(rounds)``.
+- ``convergence``: per fault (nemesis invoke), ``{fault, target, ts, ms}``:
+  ``ms`` from the fault to the last generation of the first rebalance after it
+  (and before the next fault); None when no rebalance followed it (a static
+  member back in time, a pause shorter than the session).
+- ``pause_ms``: per member with a gap longer than a heartbeat between two of
+  its consumed batches, the longest such gap that overlaps a rebalance (0 when
+  none does). Idle time counts too: compare members of one run, whose
+  producer wrote throughout.
+- ``duplicates``: re-consumed records; ``duplicates_by_generation``: by the
+  generation in force when they were consumed again; ``duplicates_by_cause``:
+  by what D3 attributes them to: ``fault:<name>[+<name>...]`` (a fault in the
+  window, which takes precedence: a fault is what starts its rebalance),
+  ``rebalance`` (a new generation in between), else ``unexplained`` (D3 fails).
 - ``leaders``: generations led, per member kind; ``protocol``: of the final
   generation (else the manifest's expectation).
 """
@@ -37,11 +45,11 @@ def compute(t: Tables) -> dict[str, dict]:
         timing(t.cells), t.generations.select("run", "generation", "join_ts", "leader_kind", "protocol_name"),
         t.events.where(F.col("event") == "revoked").select("run", "ts"),
         t.nemesis.where(F.col("phase") == "invoke").select("run", "ts", "fault", "target"), gaps,
-        duplicates(t).groupBy("run", "after_generation").agg(F.sum("dups").alias("n")))
+        duplicates(t).groupBy("run", "after_generation", _cause().alias("cause")).agg(F.sum("dups").alias("n")))
     tm = {r["run"]: r for r in tm_rows}
-    out: dict[str, dict] = {run: {"rebalances": 0, "rounds": [], "leaders": {}, "convergence_ms": [], "pause_ms": {},
-                                  "duplicates": 0, "duplicates_by_generation": {},
-                                  "protocol": tm[run]["expected_protocol"]} for run in tm}
+    out: dict[str, dict] = {run: {"generations": 0, "rebalances": 0, "rounds": [], "leaders": {}, "convergence": [],
+                                  "pause_ms": {}, "duplicates": 0, "duplicates_by_generation": {},
+                                  "duplicates_by_cause": {}, "protocol": tm[run]["expected_protocol"]} for run in tm}
     gens = defaultdict(list)
     for r in gen_rows:
         gens[r["run"]].append(r)
@@ -54,7 +62,7 @@ def compute(t: Tables) -> dict[str, dict]:
             continue
         gs.sort(key=lambda r: r["generation"])
         m = out[run]
-        m["rebalances"] = len(gs)
+        m["generations"] = len(gs)
         leaders: dict[str, int] = defaultdict(int)
         for g in gs:
             leaders[g["leader_kind"] or "unknown"] += 1
@@ -76,6 +84,7 @@ def compute(t: Tables) -> dict[str, dict]:
                 spans.append([g["join_ts"], g["join_ts"]])
                 rounds.append(1)
         m["rounds"] = rounds
+        m["rebalances"] = len(rounds)
         bursts[run] = [(a, b) for a, b in spans]
     faults = defaultdict(list)
     for r in fault_rows:
@@ -87,8 +96,8 @@ def compute(t: Tables) -> dict[str, dict]:
         for i, f in enumerate(fs):
             nxt = fs[i + 1]["ts"] if i + 1 < len(fs) else float("inf")
             after = [b for b in bursts.get(run, []) if f["ts"] <= b[0] < nxt]
-            if after:
-                out[run]["convergence_ms"].append(round(after[0][1] - f["ts"], 1))
+            out[run]["convergence"].append({"fault": f["fault"], "target": f["target"], "ts": f["ts"],
+                                            "ms": round(after[0][1] - f["ts"], 1) if after else None})
     for run, m in out.items():
         m["pause_ms"] = {name: 0.0 for name in sorted({g["member"] for g in gaps if g["run"] == run})}
     for g in gaps:
@@ -97,8 +106,17 @@ def compute(t: Tables) -> dict[str, dict]:
                 pm = out[g["run"]]["pause_ms"]
                 pm[g["member"]] = max(pm.get(g["member"], 0.0), round(g["ts"] - g["prev_ts"], 1))
     for r in dup_rows:
-        if r["run"] in out:
-            out[r["run"]]["duplicates"] += int(r["n"])
-            key = str(r["after_generation"]) if r["after_generation"] is not None else "none"
-            out[r["run"]]["duplicates_by_generation"][key] = int(r["n"])
+        if r["run"] not in out:
+            continue
+        m, n = out[r["run"]], int(r["n"])
+        m["duplicates"] += n
+        gen = str(r["after_generation"]) if r["after_generation"] is not None else "none"
+        m["duplicates_by_generation"][gen] = m["duplicates_by_generation"].get(gen, 0) + n
+        m["duplicates_by_cause"][r["cause"]] = m["duplicates_by_cause"].get(r["cause"], 0) + n
     return out
+
+
+def _cause():
+    """What a duplicate is attributed to (see the module docstring), over :func:`duplicates`' rows."""
+    return (F.when(F.col("faults").isNotNull(), F.concat(F.lit("fault:"), F.array_join(F.array_sort("faults"), "+")))
+            .when(F.col("by_rebalance"), F.lit("rebalance")).otherwise(F.lit("unexplained")))

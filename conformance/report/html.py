@@ -116,7 +116,8 @@ def _cell_section(v: dict, tl: dict | None) -> str:
                                title=f"partition ownership: {v['scenario']} ({v['run']})"))
         if tl.get("truncated"):
             parts.append("<p class=small>timeline truncated to its first intervals</p>")
-    conv = [(f"fault {i + 1}", float(x)) for i, x in enumerate(m.get("convergence_ms") or [])]
+    conv = [(f"{i + 1}. {c['fault']} {c['target']}", float(c["ms"]))
+            for i, c in enumerate(m.get("convergence") or []) if c.get("ms") is not None]
     parts.append(svg.bars(conv, title="rebalance latency after each fault"))
     pauses = [(k, float(x)) for k, x in sorted((m.get("pause_ms") or {}).items())]
     parts.append(svg.bars(pauses, title="longest consumption pause during a rebalance"))
