@@ -52,3 +52,11 @@ def test_unreadable_manifests(tmp_path):
     assert read_manifest(tmp_path)[1][0].startswith("unreadable manifest: Expecting value")
     (tmp_path / "manifest.json").unlink()
     assert read_manifest(tmp_path)[1][0].startswith("unreadable manifest: [Errno 2]")
+
+
+def test_a_wrong_container_is_one_problem(tmp_path):
+    _write(tmp_path, {"run_id": "r1", "topics": ["t"], "members": {"m1": {}}, "timing": 5, "phases": "all"})
+    m, problems = read_manifest(tmp_path)
+    assert (m["topics"], m["members"], m["timing"], m["phases"]) == ({}, [], {}, [])
+    assert sorted(p.split(" must be ")[0] for p in problems) == [
+        "manifest field members", "manifest field phases", "manifest field timing", "manifest field topics"]

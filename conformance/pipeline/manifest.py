@@ -73,53 +73,45 @@ def read_manifest(run_dir: Path) -> tuple[dict[str, Any], list[str]]:
         else:
             bad(key, value, expected)
             m[key] = None
+    def entries(key: str, container: type, expected: str):
+        """(name or index, value) of ``raw[key]``; a problem, and nothing, when it is not a ``container``."""
+        value = raw.get(key)
+        if isinstance(value, container):
+            return value.items() if isinstance(value, dict) else enumerate(value)
+        if value is not None:
+            bad(key, value, expected)
+        return ()
+
     m["timing"] = {}
-    timing = raw.get("timing")
-    if isinstance(timing, dict):
-        for key in TIMING_FIELDS:
-            value = timing.get(key)
-            if _is(value, (int, float)):
-                m["timing"][key] = value
-            elif value is not None:
-                bad(f"timing.{key}", value, "a number")
-    elif timing is not None:
-        bad("timing", timing, "an object")
+    for key, value in entries("timing", dict, "an object"):
+        if key in TIMING_FIELDS and _is(value, (int, float)):
+            m["timing"][key] = value
+        elif key in TIMING_FIELDS and value is not None:
+            bad(f"timing.{key}", value, "a number")
     m["phases"] = []
-    phases = raw.get("phases")
-    if isinstance(phases, list):
-        for i, phase in enumerate(phases):
-            if isinstance(phase, dict) and (phase.get("start_ts") is None or _is(phase["start_ts"], (int, float))):
-                m["phases"].append(phase)
-            else:
-                bad(f"phases[{i}]", phase, "an object with a numeric start_ts")
-    elif phases is not None:
-        bad("phases", phases, "a list")
+    for i, phase in entries("phases", list, "a list"):
+        if isinstance(phase, dict) and (phase.get("start_ts") is None or _is(phase["start_ts"], (int, float))):
+            m["phases"].append(phase)
+        else:
+            bad(f"phases[{i}]", phase, "an object with a numeric start_ts")
     m["topics"] = {}
-    topics = raw.get("topics")
-    if isinstance(topics, dict):
-        for topic, count in topics.items():
-            if _is(count, (int,)) and count >= 0:
-                m["topics"][topic] = count
-            else:
-                bad(f"topics.{topic}", count, "a partition count (an integer >= 0)")
-    elif topics is not None:
-        bad("topics", topics, "an object of topic -> partition count")
+    for topic, count in entries("topics", dict, "an object of topic -> partition count"):
+        if _is(count, (int,)) and count >= 0:
+            m["topics"][topic] = count
+        else:
+            bad(f"topics.{topic}", count, "a partition count (an integer >= 0)")
     m["members"] = []
-    members = raw.get("members")
-    if isinstance(members, list):
-        for i, member in enumerate(members):
-            if not isinstance(member, dict) or not isinstance(member.get("name"), str) or not member["name"]:
-                bad(f"members[{i}]", member, "an object with a name")
-                continue
-            clean: dict[str, Any] = {"name": member["name"]}
-            for key, (kinds, expected) in _MEMBER_FIELDS.items():
-                value = member.get(key)
-                ok = value is None or (_is(value, kinds) and (not isinstance(value, list)
-                                                              or all(isinstance(x, str) for x in value)))
-                if not ok:
-                    bad(f"members[{i}].{key}", value, expected)
-                clean[key] = value if ok else None
-            m["members"].append(clean)
-    elif members is not None:
-        bad("members", members, "a list")
+    for i, member in entries("members", list, "a list"):
+        if not isinstance(member, dict) or not isinstance(member.get("name"), str) or not member["name"]:
+            bad(f"members[{i}]", member, "an object with a name")
+            continue
+        clean: dict[str, Any] = {"name": member["name"]}
+        for key, (kinds, expected) in _MEMBER_FIELDS.items():
+            value = member.get(key)
+            ok = value is None or (_is(value, kinds) and (not isinstance(value, list)
+                                                          or all(isinstance(x, str) for x in value)))
+            if not ok:
+                bad(f"members[{i}].{key}", value, expected)
+            clean[key] = value if ok else None
+        m["members"].append(clean)
     return m, problems
