@@ -239,9 +239,7 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
     """
     if break_ is not None and break_ not in BREAKS:
         raise ValueError(f"unknown break {break_!r}; known: {', '.join(BREAKS)}")
-    if break_ == "l5":
-        kw["leader_rotation"] = True
-    if break_ == "l5-every-kind-led":
+    if break_ in ("l5", "l5-every-kind-led"):
         kw["leader_rotation"] = True
     b = CellBuilder(root, run_id, **kw)
     if break_ == "v1-slow":
