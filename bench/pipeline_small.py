@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import host_reference
+
 CHILD = """
 import json, sys, time
 t0 = time.time()
@@ -60,6 +62,7 @@ def main() -> int:
     env = dict(os.environ)
     if args.pythonpath:
         env["PYTHONPATH"] = args.pythonpath + os.pathsep + env.get("PYTHONPATH", "")
+    print(host_reference.line(), flush=True)
     runs = json.dumps([str(p.resolve()) for p in args.runs])
     walls = []
     for i in range(args.repeat):

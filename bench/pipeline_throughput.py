@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import host_reference
+
 from conformance.pipeline.synth import CellBuilder
 
 
@@ -118,6 +120,7 @@ def main() -> int:
     from conformance.pipeline import verdicts as verdicts_mod
     from conformance.pipeline.session import get_session
 
+    print(host_reference.line(), flush=True)
     bench_wire_decode()
     if not args.skip_small:
         with tempfile.TemporaryDirectory(prefix="pipeline-small-") as tmp:
