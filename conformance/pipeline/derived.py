@@ -13,8 +13,9 @@
   An ``assigned`` of a partition already owned extends nothing (it is dropped).
 - ``member_ids``: which member (tap owner) used which member id.
 - ``generations``: per (run, generation) from successful JoinGroup responses:
-  leader id and name (and every leader id the responses named), protocol, member count, first/last response time, and
-  whether the protocol is cooperative.
+  leader id and name (and every leader id the responses named), protocol,
+  member count, first/last response time, and whether the protocol is
+  cooperative.
 - ``leader_assignments`` / ``received``: decoded assignments per member name.
 """
 

@@ -5,8 +5,9 @@ manifest whose every field the pipeline reads has its documented type (or is
 None / empty), and one problem for each field it had to drop, naming the
 field and what was wrong (ingestion records each as a malformed line 0 of
 the manifest). A manifest that is not a JSON object at all is one such
-problem and an empty manifest. So one bad manifest costs its cell a "malformed" verdict (and the
-fields it lacks), never the judge of the whole batch.
+problem and an empty manifest. So one bad manifest costs its cell a
+"malformed" verdict (and the fields it lacks), never the judge of the whole
+batch.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ def read_manifest(run_dir: Path) -> tuple[dict[str, Any], list[str]]:
         else:
             bad(key, value, expected)
             m[key] = None
+
     def entries(key: str, container: type, expected: str):
         """(name or index, value) of ``raw[key]``; a problem, and nothing, when it is not a ``container``."""
         value = raw.get(key)
