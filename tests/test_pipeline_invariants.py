@@ -52,6 +52,7 @@ EXPECTED = {
     "l2-incomplete": ("L2", ["final generation 3 leaves t-3 unassigned (3 of 4 partitions assigned)"]),
     "l3": ("L3", ["unbalanced"]),
     "l4": ("L4", ["moved 4 partitions"]),
+    "l4-userdata": ("L4", ["generation 3 -> 4 moved 4 partitions away from members that stayed, 0 would do"]),
     "l5": ("L5", ["never led a generation: reference"]),
     "r1": ("R1", ["gave t-2 to m2 although m1 validly declared"]),
     "r2": ("R2", ["m1 and m2 both owned t-2"]),
@@ -112,6 +113,9 @@ def test_allowed_anomalies_pass(judged):
     assert _inv(judged, "break-r3-allowed", "R3")["status"] == "pass"
     # Eager members declared nothing: the leader had no ownership to keep.
     assert _inv(judged, "break-l4-eager-allowed", "L4")["status"] == "pass"
+    # Members that named only some partitions (a stale sticky userData, as librdkafka rejoining before
+    # taking its assignment): the partitions they did not name could not be kept.
+    assert _inv(judged, "break-l4-stale-userdata-allowed", "L4")["status"] == "pass"
     # The leader abandons generation 2 while it is being terminated.
     assert _inv(judged, "break-l1-nosync-allowed", "L1")["status"] == "pass"
     # The re-read follows a pause: counted, attributed, not a failure.

@@ -54,6 +54,7 @@ SUBSCRIPTIONS = _s(
     ("sub_generation", LongType()), ("rack_id", StringType()), ("userdata_hex", StringType()),
     ("trailing_len", IntegerType()), ("userdata_format", StringType()), ("userdata_note", StringType()),
     ("userdata_ambiguous", BooleanType()), ("canonical_equal", BooleanType()), ("canonical_error", StringType()),
+    ("userdata_previous", TPS),
 )
 ASSIGNMENTS = _s(
     ("run", StringType()), ("line", LongType()), ("ts", DoubleType()), ("member", StringType()), ("source", StringType()),
@@ -61,6 +62,7 @@ ASSIGNMENTS = _s(
     ("error_code", IntegerType()), ("assignment_hex", StringType()), ("empty", BooleanType()),
     ("decode_error", StringType()), ("version", IntegerType()), ("partitions", TPS), ("userdata_hex", StringType()),
     ("userdata_format", StringType()), ("userdata_note", StringType()), ("userdata_ambiguous", BooleanType()),
+    ("userdata_previous", TPS),
 )
 COMMITS = _s(
     ("run", StringType()), ("line", LongType()), ("ts", DoubleType()), ("member", StringType()),

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from conformance.protocol import Assignment, Subscription, TopicPartitions, encode_assignment, encode_subscription
-from conformance.protocol.userdata import encode_cooperative_generation
+from conformance.protocol.userdata import encode_cooperative_generation, encode_sticky_userdata
 
 TP = tuple[str, int]
 
@@ -202,6 +202,9 @@ BREAKS: dict[str, str] = {
     "l3": "the final generation gives m1 one partition and m2 three",
     "l4": "a generation 4 with the same members swaps every partition",
     "l4-eager-allowed": "as l4, but both members declare nothing owned in generation 4 (eager): allowed",
+    "l4-userdata": "as l4, but the members declare nothing owned and name generation 3's assignment in sticky userData",
+    "l4-stale-userdata-allowed": "in generation 4 each member names only one partition (owned and sticky userData "
+                                 "of generation 2), and only the unnamed ones move: allowed",
     "l5": "a leader-rotation cell in which the reference member never leads",
     "l5-every-kind-led": "a leader-rotation cell in which the reference member leads generation 4: allowed",
     "r1": "generation 2 hands t-2 to m2 while m1 validly declares it owned",
@@ -326,6 +329,16 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
         b.join(4, 20000, "m1", {"m1": b.subscription("m1", owned=[] if eager else all4[:2], generation=3),
                                  "m2": b.subscription("m2", owned=[] if eager else all4[2:], generation=3)})
         b.sync(4, 20100, "m1", {"m1": all4[2:], "m2": all4[:2]})
+    if break_ in ("l4-userdata", "l4-stale-userdata-allowed"):
+        # Sticky userData (the previous assignment, then a generation) names what each member tells the leader.
+        stale = break_ == "l4-stale-userdata-allowed"
+        named = {"m1": [(T, 0)], "m2": [(T, 3)]} if stale else {"m1": all4[:2], "m2": all4[2:]}
+        told_gen = 2 if stale else 3
+        b.join(4, 20000, "m1", {m: b.subscription(m, owned=named[m] if stale else [], generation=told_gen,
+                                                  user_data=encode_sticky_userdata(_group(named[m]), told_gen))
+                                 for m in ("m1", "m2")})
+        b.sync(4, 20100, "m1", {"m1": [(T, 0), (T, 2)], "m2": [(T, 1), (T, 3)]} if stale
+               else {"m1": all4[2:], "m2": all4[:2]})
     if break_ == "l5-every-kind-led":
         b.join(4, 20000, "m2", {"m1": b.subscription("m1", owned=all4[:2], generation=3),
                                  "m2": b.subscription("m2", owned=all4[2:], generation=3)})

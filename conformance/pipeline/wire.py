@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from conformance.protocol import DecodeError, Subscription, TopicPartitions, decode_assignment, decode_subscription, encode_subscription
-from conformance.protocol.userdata import classify_userdata
+from conformance.protocol.userdata import STICKY_V0, STICKY_V1, classify_userdata
 
 
 @dataclass
@@ -49,7 +49,10 @@ def _userdata(data: bytes | None, assignor: str | None) -> dict:
         info = classify_userdata(data, assignor)
     except Exception as exc:  # the classifier must not take ingestion down
         return {"userdata_format": "unknown", "userdata_note": f"classifier failed: {exc}"}
-    return {"userdata_format": info.format, "userdata_note": info.note, "userdata_ambiguous": bool(info.ambiguous)}
+    previous = [{"topic": tp["topic"], "partition": int(part)}
+                for tp in info.fields.get("previous_assignment", []) for part in tp["partitions"]]
+    return {"userdata_format": info.format, "userdata_note": info.note, "userdata_ambiguous": bool(info.ambiguous),
+            "userdata_previous": previous if info.format in (STICKY_V0, STICKY_V1) else None}
 
 
 def canonical(sub: Subscription) -> Subscription:

@@ -20,11 +20,15 @@ Allowed anomalies:
   subscriptions; range balances per topic and may differ by more than one.
 - L4 applies to sticky assignors (config.STICKY_ASSIGNORS) with equal
   subscriptions in both generations, and counts a survivor's partition as
-  moved only if the survivor told the leader it had it: declared it owned in
-  the first JoinGroup after the earlier generation, or carried sticky userData
-  (which holds the previous assignment). A member rebalancing eagerly (e.g.
-  ``[cooperative-sticky, range]`` during an upgrade) revokes everything and
-  declares nothing, so no assignor can keep its partitions in place.
+  moved only if the survivor told the leader it had it in the first JoinGroup
+  after the earlier generation: declared it owned there, or named it in the
+  previous assignment of its sticky userData. A member that rejoins before it
+  has taken the earlier generation's assignment names an older one (seen:
+  librdkafka in leader-rotation, owned and userData both of the generation
+  before); what it did not name, no assignor could keep in place. A member
+  rebalancing eagerly (e.g. ``[cooperative-sticky, range]`` during an
+  upgrade) revokes everything and declares nothing, so no assignor can keep
+  its partitions in place.
 """
 
 from __future__ import annotations
@@ -36,9 +40,6 @@ from pyspark.sql import functions as F
 from conformance import config
 from conformance.pipeline.checks.common import fmt_tps, violation
 from conformance.pipeline.derived import Tables
-
-#: userData formats that carry the member's previous assignment (eager StickyAssignor).
-_STICKY_USERDATA = ("sticky-v0", "sticky-v1")
 
 #: Nemesis faults that stop a member until its next ``start``.
 _STOPS = ("terminate", "kill")
@@ -236,20 +237,15 @@ def check_l4(t: Tables) -> list[dict]:
     ids_at = _leader_view(t).groupBy("run", "generation").agg(F.collect_set("subject_member_id").alias("ids"))
     told = (t.subscriptions.where((F.col("source") == "leader-view") & F.col("decode_error").isNull())
             .select("run", "generation", "subject_member_id",
-                    F.col("userdata_format").isin(*_STICKY_USERDATA).alias("sticky_userdata"),
-                    F.explode_outer("owned").alias("tp"))
-            .select("run", "generation", "subject_member_id", "sticky_userdata", "tp.topic", "tp.partition"))
+                    F.explode(F.array_union(F.coalesce("owned", F.array()),
+                                            F.coalesce("userdata_previous", F.array()))).alias("tp"))
+            .select("run", "generation", "subject_member_id", "tp.topic", "tp.partition"))
     rows, view_rows, ids_at, told = t.collect_many(rows, view_rows, ids_at, told)
-    # (run, generation, member id): partitions declared owned in that JoinGroup; members whose
-    # sticky userData told the leader everything they had.
+    # (run, generation, member id): partitions that JoinGroup told the leader of (declared owned,
+    # or in the sticky userData's previous assignment).
     declared: dict[tuple, set] = defaultdict(set)
-    told_all: set[tuple] = set()
     for r in told:
-        key = (r["run"], r["generation"], r["subject_member_id"])
-        if r["sticky_userdata"]:
-            told_all.add(key)
-        if r["topic"] is not None:
-            declared[key].add((r["topic"], r["partition"]))
+        declared[(r["run"], r["generation"], r["subject_member_id"])].add((r["topic"], r["partition"]))
     # Member ids per generation, complete or not: L4 compares two complete generations only
     # when every generation after the first has the second's members (one join or leave,
     # then its follow-up rounds); across several membership changes, moves can be needed.
@@ -281,7 +277,7 @@ def check_l4(t: Tables) -> list[dict]:
             o1, o2 = owners[(run, g1)], owners[(run, g2)]
             survivors = [m for m in s2 if m in s1]
             moved = sorted(tp for tp, m in o1.items() if m in survivors and o2.get(tp) != m
-                           and ((run, g1 + 1, m) in told_all or tp in declared.get((run, g1 + 1, m), ())))
+                           and tp in declared.get((run, g1 + 1, m), ()))
             prev_counts: dict[str, int] = defaultdict(int)
             for tp, m in o1.items():
                 if tp in o2:
