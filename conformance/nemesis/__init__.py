@@ -17,13 +17,28 @@ from conformance.history import now_ms
 from conformance.jsonl import JsonLinesAppender
 
 
+#: Every ``fault`` name a nemesis log line may carry (the pipeline's ingestion reads this same list).
+FAULTS: tuple[str, ...] = (
+    "start", "terminate", "kill", "pause", "resume", "broker-restart", "broker-kill", "proxy-disable", "proxy-enable",
+    "toxic-add", "toxic-remove", "add-partitions", "heal-failed",
+)
+#: The two phases of a fault.
+PHASES: tuple[str, ...] = ("invoke", "heal")
+
+
 class NemesisLog:
-    """Writer of ``nemesis.jsonl``: one flushed line per fault, in the order they happened."""
+    """Writer of ``nemesis.jsonl``: one flushed line per fault, in the order they happened.
+
+    Guarantee: every line it writes names a fault of :data:`FAULTS` and a phase of
+    :data:`PHASES` (anything else raises ``ValueError`` before a line is written).
+    """
 
     def __init__(self, path: Path) -> None:
         self._out = JsonLinesAppender(path)
 
     def record(self, fault: str, target: str, phase: str = "invoke", **details: Any) -> float:
+        if fault not in FAULTS or phase not in PHASES:
+            raise ValueError(f"nemesis log: unknown fault {fault!r} or phase {phase!r}; faults: {', '.join(FAULTS)}")
         ts = now_ms()
         self._out.write({"ts": ts, "fault": fault, "target": target, "phase": phase, "details": details})
         return ts
@@ -94,6 +109,11 @@ class Nemesis:
         self.last_fault_ts = self.log.record("toxic-remove", name, "heal", toxic=toxic_name)
 
     # -- broker ----------------------------------------------------------
+    def add_partitions(self, topic: str, total: int, grow: Callable[[str, int], None]) -> None:
+        """Grow ``topic`` to ``total`` partitions with ``grow`` (a permanent change: no heal)."""
+        grow(topic, total)
+        self._invoke("add-partitions", "broker", topic=topic, total=total)
+
     def broker_restart(self, kill: bool) -> None:
         fault = "broker-kill" if kill else "broker-restart"
         self._invoke(fault, "broker")

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.history import COMMON_FIELDS, EVENT_FIELDS
+from conformance.nemesis import FAULTS, PHASES
 from conformance.pipeline import schemas
 from conformance.pipeline.manifest import TIMING_FIELDS, read_manifest
 from conformance.pipeline.parallel import run_all, run_in_thread
@@ -130,10 +131,6 @@ def stage(run_dirs: list[Path]) -> Staged:
     return st
 
 
-_FAULTS = {"start", "terminate", "kill", "pause", "resume", "broker-restart", "broker-kill", "proxy-disable",
-           "proxy-enable", "toxic-add", "toxic-remove"}
-
-
 def _stage_nemesis(run: str, path: Path, st: Staged) -> None:
     if not path.is_file():
         return
@@ -145,9 +142,9 @@ def _stage_nemesis(run: str, path: Path, st: Staged) -> None:
                 e = json.loads(line)
                 if not isinstance(e, dict) or _num(e.get("ts")) is None:
                     raise ValueError("a nemesis entry needs an object with a numeric ts")
-                if e.get("fault") not in _FAULTS:
-                    raise ValueError(f"unknown fault {e.get('fault')!r}; known: {', '.join(sorted(_FAULTS))}")
-                if e.get("phase") not in ("invoke", "heal"):
+                if e.get("fault") not in FAULTS:
+                    raise ValueError(f"unknown fault {e.get('fault')!r}; known: {', '.join(sorted(FAULTS))}")
+                if e.get("phase") not in PHASES:
                     raise ValueError(f"phase must be invoke|heal, got {e.get('phase')!r}")
                 st.nemesis.append({"run": run, "line": number, "ts": float(e["ts"]), "fault": e["fault"],
                                    "target": str(e.get("target")), "phase": e["phase"],

@@ -322,8 +322,7 @@ class CellRun:
                 time.sleep(args["for"] / 1000)
                 nem.uncut(slot.name)
         elif a.verb == "add-partitions":
-            self.cluster.add_partitions(a.target, args["total"])
-            nem.log.record("add-partitions", "broker", "invoke", topic=a.target, total=args["total"])
+            nem.add_partitions(a.target, args["total"], self.cluster.add_partitions)
             self.partitions[a.target] = args["total"]
         elif a.verb == "bounce-strategies":
             for slot in self.slots:
