@@ -212,7 +212,13 @@ BREAKS: dict[str, str] = {
     "r2-allowed": "as r2, but m1 is paused (SIGSTOP) at the time: allowed",
     "r3": "m1 revokes t-0 and gets it back with no other owner in between",
     "r3-allowed": "as r3, but during a broker restart (the session was cut, not rebalanced): allowed",
+    "r3-regrouped-allowed": "m2 is killed after m1 revoked t-2, t-3 for it in generation 2; generation 3 (m1 alone) "
+                            "gives them back to m1, planned for a smaller group: allowed, the whole cell passes",
+    "r3-regrouped": "as r3-regrouped-allowed, but m1 also revokes t-0, which generation 2 left it, and gets it back "
+                    "in generation 3",
     "r4": "t-2, t-3 are revoked and nobody gets them for the rest of a long run",
+    "r4-broker-allowed": "a broker restart at 14.5 s cuts m1's session: it revokes t-0, t-1 (Sarama-style) and gets "
+                         "them back in generation 4 at 50 s, past the 30 s bound: allowed",
     "r5": "every member offers only cooperative-sticky but the final generation is range",
     "r5-not-offered": "generation 3 is cooperative-sticky although m2 offered only range",
     "d1": "m2 never consumes offsets 90-99 of t-3",
@@ -303,16 +309,25 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
     if break_ in ("r3", "r3-allowed"):
         b.revoked("m1", 11300, [(T, 0)])
         b.assigned("m1", 11350, [(T, 0)])
+    regrouped = break_ in ("r3-regrouped", "r3-regrouped-allowed")
+    if break_ == "r3-regrouped":
+        b.revoked("m1", 11300, [(T, 0)])
     b.revoked("m1", 11400, all4[2:])
-    m1_owned_g3 = all4 if break_ == "e5" else [] if break_ == "e5-missing" else all4[:2]
+    m1_owned_g3 = (all4 if break_ == "e5" else [] if break_ == "e5-missing" else [(T, 1)] if break_ == "r3-regrouped"
+                   else all4[:2])
     final_proto = "range" if break_ == "r5" else "cooperative-sticky"
     offered = ({"m1": ["cooperative-sticky"], "m2": ["cooperative-sticky"]} if break_ == "r5"
                else {"m1": ["cooperative-sticky"], "m2": ["range"]} if break_ == "r5-not-offered" else None)
-    b.join(3, 12500, "m1", {"m1": b.subscription("m1", owned=m1_owned_g3, generation=2),
-                             "m2": b.subscription("m2", owned=[(T, 2)] if break_ in ("r2", "r2-allowed") else [],
-                                                  generation=2)}, protocol=final_proto, offered=offered)
+    g3_members = {"m1": b.subscription("m1", owned=m1_owned_g3, generation=2),
+                  "m2": b.subscription("m2", owned=[(T, 2)] if break_ in ("r2", "r2-allowed") else [], generation=2)}
+    if regrouped:
+        b.fault(12000, "kill", "m2")
+        del g3_members["m2"]
+    b.join(3, 12500, "m1", g3_members, protocol=final_proto, offered=offered)
     final: dict[str, list] = {"m1": all4[:2], "m2": all4[2:]}
-    if break_ == "l3":
+    if regrouped:
+        final = {"m1": all4}
+    elif break_ == "l3":
         final = {"m1": all4[:1], "m2": all4[1:]}
     elif break_ == "r4":
         final = {"m1": all4[:2], "m2": []}
@@ -321,9 +336,11 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
     b.sync(3, 12600, "m1", final, protocol=final_proto)
     if break_ == "l3":
         b.revoked("m1", 12650, [(T, 1)])
-    news = [tp for tp in final["m2"] if not (break_ in ("r2", "r2-allowed") and tp == (T, 2))]
+    news = [tp for tp in final.get("m2", []) if not (break_ in ("r2", "r2-allowed") and tp == (T, 2))]
     if news:
         b.assigned("m2", 12700, news)
+    if regrouped:
+        b.assigned("m1", 12700, ([(T, 0)] if break_ == "r3-regrouped" else []) + all4[2:])
     if break_ in ("l4", "l4-eager-allowed"):
         eager = break_ == "l4-eager-allowed"
         b.join(4, 20000, "m1", {"m1": b.subscription("m1", owned=[] if eager else all4[:2], generation=3),
@@ -357,6 +374,14 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
         b.fault(14500, "pause", "m1")
         b.fault(14600, "resume", "m1", phase="heal")
         b.consumed("m1", 15000, T, 0, 90, 99)
+    if break_ == "r4-broker-allowed":
+        b.fault(14500, "broker-restart", "broker")
+        b.fault(14600, "broker-restart", "broker", phase="heal")
+        b.revoked("m1", 14550, all4[:2])
+        b.join(4, 50000, "m1", {"m1": b.subscription("m1", generation=3),
+                                 "m2": b.subscription("m2", owned=all4[2:], generation=3)})
+        b.sync(4, 50100, "m1", final)
+        b.assigned("m1", 50200, all4[:2])
     if break_ == "v1-unowned":
         b.lost("m2", 30000, [(T, 3)])
     if break_ == "v1-crash":
@@ -370,7 +395,7 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
     b.stopped("m1", end - 100)
     if break_ == "v1":
         b.error("m2", end - 200, "boom: unexpected client state", fatal=True)
-    elif break_ not in ("v1-hang", "v1-kill-allowed"):
+    elif break_ not in ("v1-hang", "v1-kill-allowed") and not regrouped:
         b.stopped("m2", end - 50)
     return b.write(end)
 

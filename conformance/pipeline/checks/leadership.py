@@ -45,7 +45,7 @@ from conformance.pipeline.derived import Tables
 _STOPS = ("terminate", "kill")
 
 
-def _leader_view(t: Tables):
+def leader_view(t: Tables):
     """(run, generation, subject_member_id, subject name, topics) from the leader's JoinGroup response
     (built once per Tables: several checks share it)."""
     return t.shared("leader_view", lambda: _build_leader_view(t))
@@ -59,15 +59,15 @@ def _build_leader_view(t: Tables):
             .dropDuplicates(["run", "generation", "subject_member_id"]))
 
 
-def _leader_sync(t: Tables):
+def leader_sync(t: Tables):
     """The leader's SyncGroup assignment rows: one per (run, generation, subject_member_id) (built once)."""
     return t.shared("leader_sync", lambda: t.leader_assignments.dropDuplicates(["run", "generation", "subject_member_id"]))
 
 
 def check_l1(t: Tables) -> list[dict]:
     gens = t.generations.join(t.run_end, "run", "left")
-    view = _leader_view(t).groupBy("run", "generation").agg(F.collect_set("subject_member_id").alias("view"))
-    sync = _leader_sync(t).groupBy("run", "generation").agg(F.collect_set("subject_member_id").alias("assigned"))
+    view = leader_view(t).groupBy("run", "generation").agg(F.collect_set("subject_member_id").alias("view"))
+    sync = leader_sync(t).groupBy("run", "generation").agg(F.collect_set("subject_member_id").alias("assigned"))
     faults = t.nemesis.where(F.col("phase") == "invoke").select("run", F.col("ts").alias("f_ts"), "target", "fault")
     g = gens.join(view, ["run", "generation"], "left").join(sync, ["run", "generation"], "left")
     window_end = F.coalesce("next_join_ts", "run_end_ts")
@@ -112,8 +112,8 @@ def _assignment_rows(t: Tables):
 
 
 def _build_assignment_rows(t: Tables):
-    sync = _leader_sync(t).where(F.col("decode_error").isNull())
-    view = _leader_view(t).select("run", "generation", "subject_member_id", "topics")
+    sync = leader_sync(t).where(F.col("decode_error").isNull())
+    view = leader_view(t).select("run", "generation", "subject_member_id", "topics")
     # SyncGroup carries the protocol name only from v5; the generation's JoinGroup always does.
     chosen = t.generations.select("run", "generation", F.col("protocol_name").alias("gen_protocol"))
     return (sync.join(view, ["run", "generation", "subject_member_id"], "left")
@@ -131,7 +131,7 @@ def _complete_gens(t: Tables):
 
 def _build_complete_gens(t: Tables):
     a = _assignment_rows(t)
-    subscribed = (_leader_view(t).select("run", "generation", F.explode("topics").alias("topic")).distinct()
+    subscribed = (leader_view(t).select("run", "generation", F.explode("topics").alias("topic")).distinct()
                   .join(t.partitions, ["run", "topic"]))
     need = subscribed.groupBy("run", "generation").agg(F.count("*").alias("needed"))
     have = (a.where(F.col("topic").isNotNull()).select("run", "generation", "topic", "partition").distinct()
@@ -173,7 +173,7 @@ def check_l2(t: Tables) -> list[dict]:
     for r in incomplete:
         assigned = (a.where((F.col("run") == r["run"]) & (F.col("generation") == r["generation"]))
                     .select("topic", "partition").distinct())
-        subscribed = (_leader_view(t).where((F.col("run") == r["run"]) & (F.col("generation") == r["generation"]))
+        subscribed = (leader_view(t).where((F.col("run") == r["run"]) & (F.col("generation") == r["generation"]))
                       .select("run", F.explode("topics").alias("topic")).distinct().join(t.partitions, ["run", "topic"]))
         missing = [[x["topic"], x["partition"]] for x in
                    t.collect(subscribed.select("topic", "partition").join(assigned, ["topic", "partition"], "left_anti"))]
@@ -185,7 +185,7 @@ def check_l2(t: Tables) -> list[dict]:
 
 def _final_counts(t: Tables):
     """Per final generation of complete runs: each member's partition count and subscription."""
-    view = _leader_view(t)
+    view = leader_view(t)
     a = _assignment_rows(t).where(F.col("topic").isNotNull())
     counts = a.groupBy("run", "generation", "subject_member_id").agg(F.count("*").alias("n"))
     fin = _complete_gens(t).where(F.col("final") & F.col("complete")).select("run", "generation")
@@ -233,8 +233,8 @@ def check_l4(t: Tables) -> list[dict]:
     rows = (a.join(complete, ["run", "generation"])
             .select("run", "generation", F.col("subject_member_id").alias("who"), "subject", "topics", "topic",
                     "partition"))
-    view_rows = _leader_view(t).join(complete, ["run", "generation"])
-    ids_at = _leader_view(t).groupBy("run", "generation").agg(F.collect_set("subject_member_id").alias("ids"))
+    view_rows = leader_view(t).join(complete, ["run", "generation"])
+    ids_at = leader_view(t).groupBy("run", "generation").agg(F.collect_set("subject_member_id").alias("ids"))
     told = (t.subscriptions.where((F.col("source") == "leader-view") & F.col("decode_error").isNull())
             .select("run", "generation", "subject_member_id",
                     F.explode(F.array_union(F.coalesce("owned", F.array()),

@@ -17,6 +17,13 @@ Allowed anomalies, each with its reason:
   heal, is not judged: the member's session was cut, not rebalanced. Sarama
   ends its whole session on a coordinator EOF and, having no "lost" signal,
   reports it as a revoke of everything it then gets back (broker-restart).
+- R3: a partition revoked in one generation and assigned back to the same
+  member in a later one is not judged when the group's membership (the member
+  ids of the leader's JoinGroup view) differs between the two generations and
+  the revoking generation's assignment did not leave the member that
+  partition: the revoke was due, and the next leader planned for another
+  group (a dead member's session expired between the two rounds, say). A
+  revoke of a partition the member's assignment kept is judged regardless.
 - R3 judges the first half of the catalog's R3 (no revoke and re-assign of
   a retained partition). The second half, "keeps consuming during the
   rebalance", is the metric ``pause_ms`` (conformance.pipeline.metrics), not a
@@ -26,7 +33,9 @@ Allowed anomalies, each with its reason:
   on idle partitions.
 - R4: a revocation within the revoke bound of the run's end is not judged
   (the run ended before the bound), and neither is one after which every
-  member stopped.
+  member stopped, nor one made in a fault window of the member or the
+  broker (as R3: the session was cut, not rebalanced; V1 judges that the
+  group converges and owns every partition after the last fault).
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ from pyspark.sql import functions as F
 
 from conformance import config
 from conformance.pipeline.checks.common import fmt_tps, timing, violation
+from conformance.pipeline.checks.leadership import leader_sync, leader_view
 from conformance.pipeline.derived import Tables, is_cooperative
 
 _DEAD_LOOKING = ("pause", "proxy-disable", "toxic-add", "broker-restart", "broker-kill")
@@ -150,7 +160,7 @@ def _tp_events(t: Tables):
 
 def _build_tp_events(t: Tables):
     return (t.events_inc.where(F.col("event").isin("assigned", "revoked", "lost"))
-            .select("run", "member", "file", "incarnation", "line", "ts", "event", "protocol",
+            .select("run", "member", "file", "incarnation", "line", "ts", "event", "protocol", "generation",
                     F.explode("partitions").alias("tp"))
             .select("*", "tp.topic", "tp.partition").drop("tp"))
 
@@ -167,18 +177,21 @@ def _coop_tp_events(t: Tables):
 def check_r3(t: Tables) -> list[dict]:
     ev = _coop_tp_events(t)
     w = Window.partitionBy("run", "file", "incarnation", "topic", "partition").orderBy("line")
-    ev = ev.withColumn("next_event", F.lead("event").over(w)).withColumn("next_ts", F.lead("ts").over(w))
+    ev = (ev.withColumn("next_event", F.lead("event").over(w)).withColumn("next_ts", F.lead("ts").over(w))
+          .withColumn("next_generation", F.lead("generation").over(w)))
     again = ev.where((F.col("event") == "revoked") & (F.col("next_event") == "assigned")
                      & (F.coalesce("protocol", F.lit("cooperative")) != "eager"))
-    again = _outside_fault_windows(t, again, ["run", "member", "line", "topic", "partition"], "ts", ["member"])
+    keys = ["run", "member", "line", "topic", "partition"]
+    again = _outside_fault_windows(t, again, keys, "ts", ["member"])
     others = t.ownership.select("run", "topic", "partition", F.col("member").alias("other"), F.col("start_ts").alias("o_start"))
     moved = (again.join(others, ["run", "topic", "partition"])
              .where((F.col("other") != F.col("member")) & (F.col("o_start") >= F.col("ts"))
                     & (F.col("o_start") <= F.col("next_ts")))
-             .select("run", "member", "line", "topic", "partition").distinct())
-    bad = t.collect(again.join(moved, ["run", "member", "line", "topic", "partition"], "left_anti")
+             .select(*keys).distinct())
+    bad = t.collect(again.join(moved, keys, "left_anti").join(_replanned(t, again), keys, "left_anti")
            .groupBy("run", "member")
-           .agg(F.collect_list(F.struct("topic", "partition", "ts", "next_ts")).alias("cases")))
+           .agg(F.collect_list(F.struct("topic", "partition", "ts", "next_ts", "generation", "next_generation"))
+                .alias("cases")))
     out = []
     for r in bad:
         cases = sorted(r["cases"], key=lambda c: c["ts"])
@@ -187,8 +200,25 @@ def check_r3(t: Tables) -> list[dict]:
                              "other owner in between (a retained partition must not be revoked)", members=[r["member"]],
                              partitions=[list(p) for p in parts], ts=cases[0]["ts"],
                              evidence={"cases": [{"partition": [c["topic"], c["partition"]], "revoked_ts": c["ts"],
-                                                  "assigned_ts": c["next_ts"]} for c in cases[:20]]}))
+                                                  "assigned_ts": c["next_ts"], "revoked_generation": c["generation"],
+                                                  "assigned_generation": c["next_generation"]}
+                                                 for c in cases[:20]]}))
     return out
+
+
+def _replanned(t: Tables, again):
+    """The rows of ``again`` (a revoke in ``generation``, assigned back in ``next_generation``) that the
+    module docstring's R3 exemption covers: the leader's view of the group differs between the two
+    generations, and the revoking generation's assignment did not leave the member the partition."""
+    ids = leader_view(t).groupBy("run", "generation").agg(F.array_sort(F.collect_set("subject_member_id")).alias("ids"))
+    kept = (leader_sync(t).select("run", "generation", F.col("subject").alias("member"), F.explode("partitions").alias("tp"))
+            .select("run", "generation", "member", "tp.topic", "tp.partition"))
+    return (again.join(ids.withColumnRenamed("ids", "ids_before"), ["run", "generation"])
+            .join(ids.select("run", F.col("generation").alias("next_generation"), F.col("ids").alias("ids_after")),
+                  ["run", "next_generation"])
+            .where(F.col("ids_before") != F.col("ids_after"))
+            .join(kept, ["run", "generation", "member", "topic", "partition"], "left_anti")
+            .select("run", "member", "line", "topic", "partition").distinct())
 
 
 def check_r4(t: Tables) -> list[dict]:
@@ -200,6 +230,7 @@ def check_r4(t: Tables) -> list[dict]:
     revokes = (revokes.join(alive_after, "run")
                .where((F.col("i_start") <= F.col("ts") + F.col("revoke_ms")) & (F.col("i_end") > F.col("ts") + F.col("revoke_ms")))
                .select("run", "member", "line", "ts", "topic", "partition", "revoke_ms").distinct())
+    revokes = _outside_fault_windows(t, revokes, ["run", "member", "line", "topic", "partition"], "ts", ["member"])
     owners = t.ownership.select("run", "topic", "partition", F.col("member").alias("new_owner"),
                                 F.col("start_ts").alias("o_start"), F.col("end_ts").alias("o_end"))
     # Reached: some member (the revoker itself after a real move counts too) owns it within the bound.
