@@ -119,6 +119,10 @@ def test_allowed_anomalies_pass(judged):
     # Members that named only some partitions (a stale sticky userData, as librdkafka rejoining before
     # taking its assignment): the partitions they did not name could not be kept.
     assert _inv(judged, "break-l4-stale-userdata-allowed", "L4")["status"] == "pass"
+    # A cooperative generation's assignors read only the declared owned partitions, never userData.
+    assert _inv(judged, "break-l4-cooperative-userdata-allowed", "L4")["status"] == "pass"
+    # m1 lost t-0 between two rounds: the leader that moved it was never told about it.
+    assert _inv(judged, "break-l4-lost-allowed", "L4")["status"] == "pass"
     # The leader abandons generation 2 while it is being terminated.
     assert _inv(judged, "break-l1-nosync-allowed", "L1")["status"] == "pass"
     # The re-read follows a pause: counted, attributed, not a failure.

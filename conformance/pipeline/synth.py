@@ -202,7 +202,12 @@ BREAKS: dict[str, str] = {
     "l3": "the final generation gives m1 one partition and m2 three",
     "l4": "a generation 4 with the same members swaps every partition",
     "l4-eager-allowed": "as l4, but both members declare nothing owned in generation 4 (eager): allowed",
-    "l4-userdata": "as l4, but the members declare nothing owned and name generation 3's assignment in sticky userData",
+    "l4-userdata": "as l4, but generation 4 is eager sticky: the members declare nothing owned and name generation "
+                   "3's assignment in sticky userData, which that assignor reads",
+    "l4-cooperative-userdata-allowed": "as l4-userdata, but generation 4 is cooperative-sticky, whose assignors read "
+                                       "only the declared owned partitions: allowed",
+    "l4-lost-allowed": "m3 joins in generation 4, which takes t-3 from m2; m1 then loses t-0, t-1 and declares nothing "
+                       "in generation 5, which gives t-0 to m3: one move needed and made by a leader, allowed",
     "l4-stale-userdata-allowed": "in generation 4 each member names only one partition (owned and sticky userData "
                                  "of generation 2), and only the unnamed ones move: allowed",
     "l5": "a leader-rotation cell in which the reference member never leads",
@@ -250,6 +255,8 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
         raise ValueError(f"unknown break {break_!r}; known: {', '.join(BREAKS)}")
     if break_ in ("l5", "l5-every-kind-led"):
         kw["leader_rotation"] = True
+    if break_ == "l4-lost-allowed":
+        kw["members"] = (("m1", "java@4.4.0"), ("m2", "reference@0.1.0"), ("m3", "librdkafka@2.16.1"))
     b = CellBuilder(root, run_id, **kw)
     if break_ == "v1-slow":
         b.manifest["timing"] = {**b.manifest["timing"], "convergence_bound_ms": 1000}
@@ -346,16 +353,30 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
         b.join(4, 20000, "m1", {"m1": b.subscription("m1", owned=[] if eager else all4[:2], generation=3),
                                  "m2": b.subscription("m2", owned=[] if eager else all4[2:], generation=3)})
         b.sync(4, 20100, "m1", {"m1": all4[2:], "m2": all4[:2]})
-    if break_ in ("l4-userdata", "l4-stale-userdata-allowed"):
-        # Sticky userData (the previous assignment, then a generation) names what each member tells the leader.
+    if break_ in ("l4-userdata", "l4-cooperative-userdata-allowed", "l4-stale-userdata-allowed"):
+        # Sticky userData (the previous assignment, then a generation) names what each member had.
         stale = break_ == "l4-stale-userdata-allowed"
+        proto = "sticky" if break_ == "l4-userdata" else "cooperative-sticky"
         named = {"m1": [(T, 0)], "m2": [(T, 3)]} if stale else {"m1": all4[:2], "m2": all4[2:]}
         told_gen = 2 if stale else 3
         b.join(4, 20000, "m1", {m: b.subscription(m, owned=named[m] if stale else [], generation=told_gen,
                                                   user_data=encode_sticky_userdata(_group(named[m]), told_gen))
-                                 for m in ("m1", "m2")})
+                                 for m in ("m1", "m2")}, protocol=proto)
         b.sync(4, 20100, "m1", {"m1": [(T, 0), (T, 2)], "m2": [(T, 1), (T, 3)]} if stale
-               else {"m1": all4[2:], "m2": all4[:2]})
+               else {"m1": all4[2:], "m2": all4[:2]}, protocol=proto)
+    if break_ == "l4-lost-allowed":
+        b.started("m3", 19000)
+        b.join(4, 20000, "m1", {"m1": b.subscription("m1", owned=all4[:2], generation=3),
+                                 "m2": b.subscription("m2", owned=all4[2:], generation=3), "m3": b.subscription("m3")})
+        b.sync(4, 20100, "m1", {"m1": all4[:2], "m2": [(T, 2)], "m3": []})
+        b.revoked("m2", 20200, [(T, 3)])
+        b.lost("m1", 21000, all4[:2])
+        b.join(5, 22000, "m1", {"m1": b.subscription("m1", generation=4),
+                                 "m2": b.subscription("m2", owned=[(T, 2)], generation=4),
+                                 "m3": b.subscription("m3", generation=4)})
+        b.sync(5, 22100, "m1", {"m1": [(T, 1)], "m2": [(T, 2)], "m3": [(T, 0), (T, 3)]})
+        b.assigned("m1", 22200, [(T, 1)])
+        b.assigned("m3", 22200, [(T, 0), (T, 3)])
     if break_ == "l5-every-kind-led":
         b.join(4, 20000, "m2", {"m1": b.subscription("m1", owned=all4[:2], generation=3),
                                  "m2": b.subscription("m2", owned=all4[2:], generation=3)})
@@ -397,6 +418,8 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
         b.error("m2", end - 200, "boom: unexpected client state", fatal=True)
     elif break_ not in ("v1-hang", "v1-kill-allowed") and not regrouped:
         b.stopped("m2", end - 50)
+    if break_ == "l4-lost-allowed":
+        b.stopped("m3", end - 30)
     return b.write(end)
 
 

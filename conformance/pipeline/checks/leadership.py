@@ -20,15 +20,19 @@ Allowed anomalies:
   subscriptions; range balances per topic and may differ by more than one.
 - L4 applies to sticky assignors (config.STICKY_ASSIGNORS) with equal
   subscriptions in both generations, and counts a survivor's partition as
-  moved only if the survivor told the leader it had it in the first JoinGroup
-  after the earlier generation: declared it owned there, or named it in the
-  previous assignment of its sticky userData. A member that rejoins before it
-  has taken the earlier generation's assignment names an older one (seen:
-  librdkafka in leader-rotation, owned and userData both of the generation
-  before); what it did not name, no assignor could keep in place. A member
-  rebalancing eagerly (e.g. ``[cooperative-sticky, range]`` during an
-  upgrade) revokes everything and declares nothing, so no assignor can keep
-  its partitions in place.
+  moved only if a leader in between took it: some generation after the
+  earlier one, up to the later one, did not give the survivor the partition
+  although its JoinGroup of that generation told the leader it had it. What
+  tells the leader is what that generation's assignor reads: the declared
+  owned partitions in a cooperative generation (Java, librdkafka and Sarama
+  read nothing else), and also the sticky userData's previous assignment in
+  an eager one (the eager StickyAssignor reads only that). So a member that
+  rejoins before it has taken the earlier generation's assignment (seen:
+  librdkafka in leader-rotation, owned of the generation before), that lost
+  its partitions between two rounds (seen: librdkafka 2.0.2 declaring nothing
+  owned, its userData still naming them), or that rebalances eagerly (e.g.
+  ``[cooperative-sticky, range]`` during an upgrade: it revokes everything and
+  declares nothing) has partitions no assignor could keep in place.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from pyspark.sql import functions as F
 
 from conformance import config
 from conformance.pipeline.checks.common import fmt_tps, violation
-from conformance.pipeline.derived import Tables
+from conformance.pipeline.derived import Tables, is_cooperative
 
 #: Nemesis faults that stop a member until its next ``start``.
 _STOPS = ("terminate", "kill")
@@ -228,24 +232,38 @@ def min_moves(prev_counts: dict[str, int], survivors: list[str], total: int, n_m
 
 
 def check_l4(t: Tables) -> list[dict]:
-    a = _assignment_rows(t).where(F.col("topic").isNotNull() & F.col("protocol_name").isin(*config.STICKY_ASSIGNORS))
+    sticky = _assignment_rows(t).where(F.col("protocol_name").isin(*config.STICKY_ASSIGNORS))
     complete = _complete_gens(t).where("complete").select("run", "generation")
-    rows = (a.join(complete, ["run", "generation"])
+    rows = (sticky.where(F.col("topic").isNotNull()).join(complete, ["run", "generation"])
             .select("run", "generation", F.col("subject_member_id").alias("who"), "subject", "topics", "topic",
                     "partition"))
+    synced_rows = sticky.select("run", "generation", F.col("subject_member_id").alias("who"), "topic", "partition")
     view_rows = leader_view(t).join(complete, ["run", "generation"])
     ids_at = leader_view(t).groupBy("run", "generation").agg(F.collect_set("subject_member_id").alias("ids"))
+    owned = F.coalesce("owned", F.array())
     told = (t.subscriptions.where((F.col("source") == "leader-view") & F.col("decode_error").isNull())
             .select("run", "generation", "subject_member_id",
-                    F.explode(F.array_union(F.coalesce("owned", F.array()),
-                                            F.coalesce("userdata_previous", F.array()))).alias("tp"))
+                    F.explode(F.when(is_cooperative(F.col("protocol_name")), owned)
+                              .otherwise(F.array_union(owned, F.coalesce("userdata_previous", F.array())))).alias("tp"))
             .select("run", "generation", "subject_member_id", "tp.topic", "tp.partition"))
-    rows, view_rows, ids_at, told = t.collect_many(rows, view_rows, ids_at, told)
-    # (run, generation, member id): partitions that JoinGroup told the leader of (declared owned,
-    # or in the sticky userData's previous assignment).
+    rows, synced_rows, view_rows, ids_at, told = t.collect_many(rows, synced_rows, view_rows, ids_at, told)
+    # (run, generation, member id): partitions that JoinGroup told the leader of: declared owned, and in an
+    # eager generation also the sticky userData's previous assignment (what the generation's assignor reads).
     declared: dict[tuple, set] = defaultdict(set)
     for r in told:
         declared[(r["run"], r["generation"], r["subject_member_id"])].add((r["topic"], r["partition"]))
+    # (run, generation, member id) -> what that generation's leader gave the member (any generation, complete or not).
+    given: dict[tuple, set] = {}
+    for r in synced_rows:
+        got = given.setdefault((r["run"], r["generation"], r["who"]), set())
+        if r["topic"] is not None:
+            got.add((r["topic"], r["partition"]))
+
+    def taken(run: str, g1: int, g2: int, who: str, tp: tuple) -> bool:
+        """Some leader after ``g1``, up to ``g2``, did not give ``who`` partition ``tp`` although its JoinGroup
+        of that generation said it had it."""
+        return any(tp in declared.get((run, h, who), ()) and tp not in given.get((run, h, who), {tp})
+                   for h in range(g1 + 1, g2 + 1))
     # Member ids per generation, complete or not: L4 compares two complete generations only
     # when every generation after the first has the second's members (one join or leave,
     # then its follow-up rounds); across several membership changes, moves can be needed.
@@ -276,8 +294,7 @@ def check_l4(t: Tables) -> list[dict]:
                 continue
             o1, o2 = owners[(run, g1)], owners[(run, g2)]
             survivors = [m for m in s2 if m in s1]
-            moved = sorted(tp for tp, m in o1.items() if m in survivors and o2.get(tp) != m
-                           and tp in declared.get((run, g1 + 1, m), ()))
+            moved = sorted(tp for tp, m in o1.items() if m in survivors and o2.get(tp) != m and taken(run, g1, g2, m, tp))
             prev_counts: dict[str, int] = defaultdict(int)
             for tp, m in o1.items():
                 if tp in o2:
