@@ -23,6 +23,14 @@ Cooperative support, read from the releases' sources:
   release with full KIP-429 member support, and ``supports_cooperative`` is
   true from there.
 - Before 1.60: eager ``sticky``, ``range``, ``roundrobin``.
+
+Expected verdicts: Sarama before 1.43.3 could send two OffsetCommit requests
+of one member out of order (fixed by "maintain ordering of offset commit
+requests", IBM/sarama PR 2947, in 1.43.3), so the broker accepts an offset
+below one it accepted a few milliseconds earlier. Cells with ``sarama@1.38.1``
+fail D2 with every violation its own (seen in rolling-restart and
+crash-restart): a true verdict on that version; 1.61.1 with the same harness
+passes.
 """
 
 from __future__ import annotations
