@@ -145,7 +145,7 @@ def _stage_nemesis(run: str, path: Path, st: Staged) -> None:
                 if e.get("fault") not in FAULTS:
                     raise ValueError(f"unknown fault {e.get('fault')!r}; known: {', '.join(sorted(FAULTS))}")
                 if e.get("phase") not in PHASES:
-                    raise ValueError(f"phase must be invoke|heal, got {e.get('phase')!r}")
+                    raise ValueError(f"phase must be {'|'.join(PHASES)}, got {e.get('phase')!r}")
                 st.nemesis.append({"run": run, "line": number, "ts": float(e["ts"]), "fault": e["fault"],
                                    "target": str(e.get("target")), "phase": e["phase"],
                                    "details": json.dumps(e.get("details") or {}, sort_keys=True)})

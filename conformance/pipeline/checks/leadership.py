@@ -63,6 +63,13 @@ def _build_leader_view(t: Tables):
             .dropDuplicates(["run", "generation", "subject_member_id"]))
 
 
+def generation_member_ids(t: Tables):
+    """(run, generation, ids): the sorted member ids of each generation's leader view (built once: L1, L4
+    and R3 compare them)."""
+    return t.shared("generation_member_ids", lambda: leader_view(t).groupBy("run", "generation")
+                    .agg(F.array_sort(F.collect_set("subject_member_id")).alias("ids")))
+
+
 def leader_sync(t: Tables):
     """The leader's SyncGroup assignment rows: one per (run, generation, subject_member_id) (built once)."""
     return t.shared("leader_sync", lambda: t.leader_assignments.dropDuplicates(["run", "generation", "subject_member_id"]))
@@ -70,7 +77,7 @@ def leader_sync(t: Tables):
 
 def check_l1(t: Tables) -> list[dict]:
     gens = t.generations.join(t.run_end, "run", "left")
-    view = leader_view(t).groupBy("run", "generation").agg(F.collect_set("subject_member_id").alias("view"))
+    view = generation_member_ids(t).withColumnRenamed("ids", "view")
     sync = leader_sync(t).groupBy("run", "generation").agg(F.collect_set("subject_member_id").alias("assigned"))
     faults = t.nemesis.where(F.col("phase") == "invoke").select("run", F.col("ts").alias("f_ts"), "target", "fault")
     g = gens.join(view, ["run", "generation"], "left").join(sync, ["run", "generation"], "left")
@@ -110,7 +117,7 @@ def check_l1(t: Tables) -> list[dict]:
     return out
 
 
-def _assignment_rows(t: Tables):
+def assignment_rows(t: Tables):
     """Exploded leader assignments joined with the subject's subscribed topics (built once)."""
     return t.shared("assignment_rows", lambda: _build_assignment_rows(t))
 
@@ -134,7 +141,7 @@ def _complete_gens(t: Tables):
 
 
 def _build_complete_gens(t: Tables):
-    a = _assignment_rows(t)
+    a = assignment_rows(t)
     subscribed = (leader_view(t).select("run", "generation", F.explode("topics").alias("topic")).distinct()
                   .join(t.partitions, ["run", "topic"]))
     need = subscribed.groupBy("run", "generation").agg(F.count("*").alias("needed"))
@@ -149,7 +156,7 @@ def _build_complete_gens(t: Tables):
 
 
 def check_l2(t: Tables) -> list[dict]:
-    a = _assignment_rows(t).where(F.col("topic").isNotNull())
+    a = assignment_rows(t).where(F.col("topic").isNotNull())
     out = []
     dup = (a.groupBy("run", "generation", "topic", "partition")
            .agg(F.collect_set(F.coalesce("subject", "subject_member_id")).alias("owners"), F.min("ts").alias("ts"),
@@ -190,7 +197,7 @@ def check_l2(t: Tables) -> list[dict]:
 def _final_counts(t: Tables):
     """Per final generation of complete runs: each member's partition count and subscription."""
     view = leader_view(t)
-    a = _assignment_rows(t).where(F.col("topic").isNotNull())
+    a = assignment_rows(t).where(F.col("topic").isNotNull())
     counts = a.groupBy("run", "generation", "subject_member_id").agg(F.count("*").alias("n"))
     fin = _complete_gens(t).where(F.col("final") & F.col("complete")).select("run", "generation")
     return (view.join(fin, ["run", "generation"])
@@ -232,14 +239,14 @@ def min_moves(prev_counts: dict[str, int], survivors: list[str], total: int, n_m
 
 
 def check_l4(t: Tables) -> list[dict]:
-    sticky = _assignment_rows(t).where(F.col("protocol_name").isin(*config.STICKY_ASSIGNORS))
+    sticky = assignment_rows(t).where(F.col("protocol_name").isin(*config.STICKY_ASSIGNORS))
     complete = _complete_gens(t).where("complete").select("run", "generation")
     rows = (sticky.where(F.col("topic").isNotNull()).join(complete, ["run", "generation"])
             .select("run", "generation", F.col("subject_member_id").alias("who"), "subject", "topics", "topic",
                     "partition"))
     synced_rows = sticky.select("run", "generation", F.col("subject_member_id").alias("who"), "topic", "partition")
     view_rows = leader_view(t).join(complete, ["run", "generation"])
-    ids_at = leader_view(t).groupBy("run", "generation").agg(F.collect_set("subject_member_id").alias("ids"))
+    ids_at = generation_member_ids(t)
     owned = F.coalesce("owned", F.array())
     told = (t.subscriptions.where((F.col("source") == "leader-view") & F.col("decode_error").isNull())
             .select("run", "generation", "subject_member_id",

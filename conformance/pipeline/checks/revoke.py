@@ -45,7 +45,7 @@ from pyspark.sql import functions as F
 
 from conformance import config
 from conformance.pipeline.checks.common import fmt_tps, timing, violation
-from conformance.pipeline.checks.leadership import leader_sync, leader_view
+from conformance.pipeline.checks.leadership import assignment_rows, generation_member_ids
 from conformance.pipeline.derived import Tables, is_cooperative
 
 _DEAD_LOOKING = ("pause", "proxy-disable", "toxic-add", "broker-restart", "broker-kill")
@@ -93,7 +93,12 @@ def check_r1(t: Tables) -> list[dict]:
 
 
 def _fault_windows(t: Tables):
-    """(run, target, w_start, w_end) during which a member may look dead to the group."""
+    """(run, target, w_start, w_end) during which a member may look dead to the group (built once: R2,
+    R3 and R4 read it)."""
+    return t.shared("fault_windows", lambda: _build_fault_windows(t))
+
+
+def _build_fault_windows(t: Tables):
     tm = timing(t.cells).select("run", "session_ms", "heartbeat_ms")
     inv = t.nemesis.where((F.col("phase") == "invoke") & F.col("fault").isin(*_DEAD_LOOKING)).select(
         "run", "line", "fault", "target", F.col("ts").alias("w_start"))
@@ -210,9 +215,9 @@ def _replanned(t: Tables, again):
     """The rows of ``again`` (a revoke in ``generation``, assigned back in ``next_generation``) that the
     module docstring's R3 exemption covers: the leader's view of the group differs between the two
     generations, and the revoking generation's assignment did not leave the member the partition."""
-    ids = leader_view(t).groupBy("run", "generation").agg(F.array_sort(F.collect_set("subject_member_id")).alias("ids"))
-    kept = (leader_sync(t).select("run", "generation", F.col("subject").alias("member"), F.explode("partitions").alias("tp"))
-            .select("run", "generation", "member", "tp.topic", "tp.partition"))
+    ids = generation_member_ids(t)
+    kept = (assignment_rows(t).where(F.col("topic").isNotNull())
+            .select("run", "generation", F.col("subject").alias("member"), "topic", "partition"))
     return (again.join(ids.withColumnRenamed("ids", "ids_before"), ["run", "generation"])
             .join(ids.select("run", F.col("generation").alias("next_generation"), F.col("ids").alias("ids_after")),
                   ["run", "next_generation"])
