@@ -110,3 +110,31 @@ def test_alive_tells_running_from_gone():
     p = subprocess.Popen(["true"])
     p.wait()
     assert not driver_jvm._alive(p.pid)
+
+
+def test_setup_prunes_the_files_of_interpreters_that_are_gone_and_keeps_the_rest(tmp_path, monkeypatch):
+    monkeypatch.setattr(config, "SPARK_DRIVER_DIR", tmp_path)
+    java, live_prefix = tmp_path / "java", tmp_path / "venv"
+    java.write_text("")
+    live_prefix.mkdir()
+    owners = {"spark-9.9-gone": f"{java}\n{tmp_path / 'deleted-venv'}\n",      # its clone was removed
+              "spark-9.9-nojava": f"{tmp_path / 'old-jdk' / 'java'}\n{live_prefix}\n",   # its JDK was removed
+              "spark-9.9-live": f"{java}\n{live_prefix}\n",
+              "spark-9.9-legacy": None,                                         # written before .owner existed
+              driver_jvm._stem(): f"{java}\n{tmp_path / 'deleted-venv'}\n"}    # the current key: never pruned
+    for stem, owner in owners.items():
+        (tmp_path / f"{stem}.jsa").write_bytes(b"archive")
+        (tmp_path / f"{stem}-rules.jar").write_bytes(b"jar")
+        if owner is not None:
+            (tmp_path / f"{stem}.owner").write_text(owner)
+    assert driver_jvm.prune_stale() == ["spark-9.9-gone", "spark-9.9-nojava"]
+    left = {p.name for p in tmp_path.iterdir()} - {"java", "venv"}
+    kept = [s for s in owners if s not in ("spark-9.9-gone", "spark-9.9-nojava")]
+    assert left == {f"{s}{suffix}" for s in kept for suffix in (".jsa", "-rules.jar")} | \
+        {f"{s}.owner" for s in kept if owners[s] is not None}
+    assert driver_jvm.prune_stale() == []
+
+
+def test_building_the_jar_records_its_owner(jar):
+    owner = jar.with_name(jar.name.replace("-rules.jar", ".owner"))
+    assert owner.read_text().splitlines() == [str(driver_jvm._java()), sys.prefix]

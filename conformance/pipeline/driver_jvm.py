@@ -26,7 +26,12 @@ on the class path of every driver started on a local master. It holds:
 Guarantees: files are keyed by the pyspark version, the ``java`` executable
 and the interpreter; each is written under a temporary name and renamed into
 place once complete (the archive after the JVM that wrote it has exited), and
-rebuilt when older than what it was built from.
+rebuilt when older than what it was built from. Beside them a ``.owner`` file
+names the ``java`` and interpreter prefix they were built for; setup deletes
+the files of any key whose ``java`` or interpreter is gone (a removed clone or
+virtualenv), so the cache holds one archive (about 160 MB) per live
+interpreter, not one per interpreter ever set up. Files without an ``.owner``
+(written before it existed) are left alone.
 """
 
 from __future__ import annotations
@@ -72,6 +77,35 @@ def _stem() -> str | None:
         return None
     key = hashlib.sha256(f"{java}\n{sys.prefix}".encode()).hexdigest()[:12]
     return f"spark-{pyspark.__version__}-{key}"
+
+
+def _record_owner(stem: str) -> None:
+    """Write ``<stem>.owner``: the java executable and interpreter prefix the key was made from."""
+    owner = config.SPARK_DRIVER_DIR / f"{stem}.owner"
+    text = f"{_java()}\n{sys.prefix}\n"
+    if not owner.is_file() or owner.read_text() != text:
+        tmp = owner.with_name(f"{owner.name}.{os.getpid()}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, owner)
+
+
+def prune_stale() -> list[str]:
+    """Delete the files of every key whose recorded java or interpreter prefix no longer exists;
+    the stems deleted. The current key, and keys without an ``.owner`` file, are kept."""
+    current = _stem()
+    pruned = []
+    for owner in sorted(config.SPARK_DRIVER_DIR.glob("spark-*.owner")):
+        stem = owner.name[:-len(".owner")]
+        try:
+            java, prefix = owner.read_text().splitlines()[:2]
+        except (OSError, ValueError):
+            continue   # unreadable or half-written: not ours to judge
+        if stem == current or (Path(java).exists() and Path(prefix).is_dir()):
+            continue
+        for f in (owner.with_name(f"{stem}.jsa"), owner.with_name(f"{stem}-rules.jar"), owner):
+            f.unlink(missing_ok=True)
+        pruned.append(stem)
+    return pruned
 
 
 def rules_jar() -> Path | None:
@@ -127,9 +161,10 @@ def ensure_rules_jar() -> Path | None:
     jar, javac, jar_tool = rules_jar(), _java("javac"), _java("jar")
     if jar is None or javac is None or jar_tool is None:
         return None
+    jar.parent.mkdir(parents=True, exist_ok=True)
+    _record_owner(jar.name[:-len("-rules.jar")])
     if _jar_ready(jar):
         return jar
-    jar.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="rules-", dir=jar.parent) as work:
         classes = Path(work) / "classes"
         built = Path(work) / "rules.jar"
@@ -167,8 +202,11 @@ def _alive(pid: int) -> bool:
 
 
 def ensure_archive(timeout_s: float = 300.0) -> Path | None:
-    """The rule jar, then the class archive, unless fresh ones exist; the archive's path, or
-    None without java/javac. Raises SuiteError (saying why) when a build fails."""
+    """Stale keys pruned (:func:`prune_stale`), then the rule jar, then the class archive, unless
+    fresh ones exist; the archive's path, or None without java/javac. Raises SuiteError (saying
+    why) when a build fails."""
+    if config.SPARK_DRIVER_DIR.is_dir():
+        prune_stale()
     jar = ensure_rules_jar()
     archive = archive_path()
     if jar is None or archive is None:
