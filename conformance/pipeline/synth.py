@@ -59,6 +59,8 @@ class CellBuilder:
         self.nemesis_lines: list[str] = []
         self.corr = 0
         self.generation_of: dict[str, int] = {}
+        #: Members whose history names no member id or generation (the Java harness before 2.5).
+        self.unnamed: set[str] = set()
 
     # -- histories -------------------------------------------------------------------------------
     def event(self, member: str, ts: float, event: str, **fields) -> None:
@@ -69,6 +71,9 @@ class CellBuilder:
                  if self.manifest["expected_protocol"] == "cooperative" else "eager"}
         if member in self.generation_of:
             entry["generation"] = self.generation_of[member]
+        if member in self.unnamed:
+            del entry["member_id"]
+            entry.pop("generation", None)
         entry.update(fields)
         self.history[member].append(json.dumps(entry))
 
@@ -155,7 +160,9 @@ class CellBuilder:
                 fields["assignments"] = []
             self.frame(ts, m, "SyncGroup", "request", **fields)
         for m in assignments:
-            self.frame(ts + 5, m, "SyncGroup", "response", protocol_name=protocol, error_code=0, assignment=enc[m])
+            # As the tap writes it: the generation comes from the request (SyncGroup responses lack one).
+            self.frame(ts + 5, m, "SyncGroup", "response", generation=gen, protocol_name=protocol, error_code=0,
+                       assignment=enc[m])
 
     def commit(self, member: str, ts: float, gen: int, offsets: Iterable[tuple[str, int, int]], error: int = 0) -> None:
         offs = [[t, p, o] for t, p, o in offsets]
@@ -221,6 +228,9 @@ BREAKS: dict[str, str] = {
                             "gives them back to m1, planned for a smaller group: allowed, the whole cell passes",
     "r3-regrouped": "as r3-regrouped-allowed, but m1 also revokes t-0, which generation 2 left it, and gets it back "
                     "in generation 3",
+    "r3-regrouped-unnamed-allowed": "as r3-regrouped-allowed, but m1's history names no generation (the Java harness "
+                                    "before 2.5): the wire's SyncGroups tell them, allowed",
+    "r3-regrouped-unnamed": "as r3-regrouped, with m1's history naming no generation",
     "r4": "t-2, t-3 are revoked and nobody gets them for the rest of a long run",
     "r4-broker-allowed": "a broker restart at 14.5 s cuts m1's session: it revokes t-0, t-1 (Sarama-style) and gets "
                          "them back in generation 4 at 50 s, past the 30 s bound: allowed",
@@ -258,6 +268,8 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
     if break_ == "l4-lost-allowed":
         kw["members"] = (("m1", "java@4.4.0"), ("m2", "reference@0.1.0"), ("m3", "librdkafka@2.16.1"))
     b = CellBuilder(root, run_id, **kw)
+    if break_ in ("r3-regrouped-unnamed", "r3-regrouped-unnamed-allowed"):
+        b.unnamed.add("m1")
     if break_ == "v1-slow":
         b.manifest["timing"] = {**b.manifest["timing"], "convergence_bound_ms": 1000}
     T = "t"
@@ -316,12 +328,12 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
     if break_ in ("r3", "r3-allowed"):
         b.revoked("m1", 11300, [(T, 0)])
         b.assigned("m1", 11350, [(T, 0)])
-    regrouped = break_ in ("r3-regrouped", "r3-regrouped-allowed")
-    if break_ == "r3-regrouped":
+    regrouped = break_ in ("r3-regrouped", "r3-regrouped-allowed", "r3-regrouped-unnamed", "r3-regrouped-unnamed-allowed")
+    retained = break_ in ("r3-regrouped", "r3-regrouped-unnamed")     # t-0, which generation 2 left m1
+    if retained:
         b.revoked("m1", 11300, [(T, 0)])
     b.revoked("m1", 11400, all4[2:])
-    m1_owned_g3 = (all4 if break_ == "e5" else [] if break_ == "e5-missing" else [(T, 1)] if break_ == "r3-regrouped"
-                   else all4[:2])
+    m1_owned_g3 = (all4 if break_ == "e5" else [] if break_ == "e5-missing" else [(T, 1)] if retained else all4[:2])
     final_proto = "range" if break_ == "r5" else "cooperative-sticky"
     offered = ({"m1": ["cooperative-sticky"], "m2": ["cooperative-sticky"]} if break_ == "r5"
                else {"m1": ["cooperative-sticky"], "m2": ["range"]} if break_ == "r5-not-offered" else None)
@@ -347,7 +359,7 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
     if news:
         b.assigned("m2", 12700, news)
     if regrouped:
-        b.assigned("m1", 12700, ([(T, 0)] if break_ == "r3-regrouped" else []) + all4[2:])
+        b.assigned("m1", 12700, ([(T, 0)] if retained else []) + all4[2:])
     if break_ in ("l4", "l4-eager-allowed"):
         eager = break_ == "l4-eager-allowed"
         b.join(4, 20000, "m1", {"m1": b.subscription("m1", owned=[] if eager else all4[:2], generation=3),
