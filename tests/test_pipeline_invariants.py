@@ -46,6 +46,8 @@ EXPECTED = {
     "e5-missing": ("E5", ["m1 owns t-0, t-1 per its history but did not declare them in JoinGroup"]),
     "l1": ("L1", ["assigned nothing to member(s) m2-id"]),
     "l1-nosync": ("L1", ["sent no SyncGroup assignments and no fault hit it"]),
+    "l1-sync-generation": ("L1", ["leader m1 of generation 2 sent its SyncGroup for generation -1 instead (error 22) "
+                                  "and no fault hit it"]),
     "l1-two-leaders": ("L1", ["generation 2 has 2 leaders in JoinGroup responses: m1-id, m2-id"]),
     "l2": ("L2", ["which subscribed only to t"]),
     "l2-double": ("L2", ["generation 2 assigns t-0 to 2 members: m1, m2"]),

@@ -202,6 +202,8 @@ BREAKS: dict[str, str] = {
     "l1": "the leader of generation 2 sends no assignment for m2",
     "l1-nosync": "the leader of generation 2 sends no SyncGroup at all, and nothing stopped it",
     "l1-nosync-allowed": "as l1-nosync, but m1 was being terminated when generation 2 formed: allowed",
+    "l1-sync-generation": "the leader of generation 2 sends its SyncGroup for generation -1, which the broker refuses "
+                          "(librdkafka before 2.10 after a commit of the generation before failed)",
     "l1-two-leaders": "m2's JoinGroup response of generation 2 names m2 the leader, m1's names m1",
     "l2": "the leader of generation 2 assigns m1 a partition of a topic nobody subscribed to",
     "l2-double": "the leader of generation 2 assigns t-0 to both m1 and m2",
@@ -309,7 +311,13 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
     raw = {"m2": "0003" + "00000001" + "000174" + "00000002" + "00000000"} if break_ == "e2" else None
     if break_ == "l1-nosync-allowed":
         b.fault(10900, "terminate", "m1")
-    if break_ not in ("l1-nosync", "l1-nosync-allowed"):
+    if break_ == "l1-sync-generation":
+        gave = [{"member_id": f"{m}-id", "assignment": encode_assignment(Assignment(3, _group(tps))).hex()}
+                for m, tps in g2.items()]
+        b.frame(11100, "m1", "SyncGroup", "request", generation=-1, protocol_name="cooperative-sticky",
+                assignments=gave)
+        b.frame(11105, "m1", "SyncGroup", "response", generation=-1, error_code=22, assignment="")
+    elif break_ not in ("l1-nosync", "l1-nosync-allowed"):
         b.sync(2, 11100, "m1", g2, raw=raw)
     if break_ == "d2":
         b.commit("m1", 11200, 2, [(T, 0, 50), (T, 1, 30)])

@@ -20,13 +20,21 @@ Assignors (librdkafka's ``rd_kafka_assignor``s, the same in 1.9.2 and 2.x):
 ``range``, ``roundrobin`` and, from 1.6.0, ``cooperative-sticky``; there is no
 eager ``sticky``, and one list may not mix eager and cooperative assignors.
 
-Expected verdicts: librdkafka 2.0.x (2.0.2 here) loses records that
-``consume(num_messages > 1)`` (rd_kafka_consume_batch_queue) had fetched when
-a rebalance runs alongside it, a known issue of its 2.0.0 release notes fixed
-in 2.1.0. Cells with ``librdkafka@2.0.2`` fail D1 with gaps in the partitions
-it consumed (seen in rolling-restart, crash-restart and partition): a true
-verdict on that version, not a harness fault (2.16.1 with the same harness
-passes).
+Expected verdicts on old versions (true verdicts, not harness faults: 2.16.1
+with the same harness passes):
+
+- D1 before 2.1.0. ``consume(num_messages > 1)`` (rd_kafka_consume_batch_queue)
+  loses records it had fetched when a rebalance runs alongside it: a known
+  issue of the 2.0.0 release notes, fixed in 2.1.0; 1.9.x also skips other
+  partitions' offsets (fixed in 2.0.0). Seen: 2.0.2 in rolling-restart,
+  crash-restart and partition; 1.9.2 in 8 of the 13 scenarios. Every gap
+  borders records librdkafka consumed.
+- L1 before 2.10.0, intermittently. A commit of the previous generation that
+  fails with ILLEGAL_GENERATION while the member joins sets its generation to
+  -1; elected leader, it then syncs generation -1, which the broker refuses,
+  and the group rebalances again (librdkafka issue 4059, fixed in 2.10.0). The
+  violation names the SyncGroup's generation. Seen: 1.9.2 in leader-rotation
+  and rolling-restart.
 
 This module also holds :func:`install_pypi_venv`, the atomic, idempotent
 per-version venv installer that the kafka-python kind shares.

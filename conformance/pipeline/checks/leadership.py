@@ -11,7 +11,10 @@ Allowed anomalies:
   is one whose leader was already being stopped (terminate or kill, not
   started again since) when the generation formed: a closing client that is
   elected leader on its way out (teardown stops members one by one) rightly
-  abandons the round.
+  abandons the round. When the leader sent a SyncGroup for another
+  generation instead, the violation names it (seen: librdkafka before 2.10
+  sets its generation to -1 when a commit of the previous generation fails
+  during the join, then syncs with -1; librdkafka issue 4059).
 - L2 completeness, L3 and L4 look at complete generations only (every
   partition of the subscribed topics assigned), and at the final generation
   of a complete run for L2/L3: a cooperative generation that withholds
@@ -94,7 +97,24 @@ def check_l1(t: Tables) -> list[dict]:
                       & (F.col("s_ts") > F.col("f_ts")) & (F.col("s_ts") <= F.col("join_ts")), "left_anti")
                 .select(g["run"], "generation", "fault"))
     hit = during.unionByName(stopping).groupBy("run", "generation").agg(F.collect_list("fault").alias("faults"))
-    rows = t.collect(g.join(hit, ["run", "generation"], "left"))
+    # What the leader sent instead, if anything: a SyncGroup naming another generation, in the window.
+    # (Its response is the leader's next SyncGroup response of that generation: the tap copies a request's
+    # generation into its response.)
+    sync = t.frames.where(F.col("api") == "SyncGroup").select(
+        "run", F.col("member").alias("leader"), "ts", F.col("generation").alias("s_gen"), "direction", "error_code")
+    first = (g.where(F.col("leader").isNotNull())
+             .join(sync.where(F.col("direction") == "request").withColumnRenamed("ts", "s_ts"), ["run", "leader"])
+             .where((F.col("s_ts") >= F.col("join_ts")) & (F.col("s_ts") <= window_end)
+                    & ~F.col("s_gen").eqNullSafe(F.col("generation")))
+             .groupBy("run", "generation", "leader")
+             .agg(F.min_by("s_gen", "s_ts").alias("s_gen"), F.min("s_ts").alias("s_ts")))
+    stray = (first.join(sync.where(F.col("direction") == "response").withColumnRenamed("ts", "r_ts"),
+                        ["run", "leader", "s_gen"], "left")
+             .where(F.col("r_ts").isNull() | (F.col("r_ts") >= F.col("s_ts")))
+             .groupBy("run", "generation")
+             .agg(F.struct(F.first("s_gen").alias("generation"), F.first("s_ts").alias("ts"),
+                           F.min_by("error_code", "r_ts").alias("error_code")).alias("stray")))
+    rows = t.collect(g.join(hit, ["run", "generation"], "left").join(stray, ["run", "generation"], "left"))
     out = []
     for r in rows:
         run, gen = r["run"], r["generation"]
@@ -104,9 +124,16 @@ def check_l1(t: Tables) -> list[dict]:
                                  evidence={"leader_ids": list(r["leader_ids"]), "joined": sorted(r["joined"] or [])}))
         if r["assigned"] is None:
             if not r["faults"]:
-                out.append(violation("L1", run, f"leader {r['leader'] or r['leader_id']} of generation {gen} sent no "
-                                     "SyncGroup assignments and no fault hit it", members=[r["leader"]], generation=gen,
-                                     ts=r["join_ts"], evidence={"leader_id": r["leader_id"]}))
+                leader, stray = r["leader"] or r["leader_id"], r["stray"]
+                if stray is None:
+                    what, evidence = "sent no SyncGroup assignments", {"leader_id": r["leader_id"]}
+                else:
+                    what = (f"sent its SyncGroup for generation {stray['generation']} instead"
+                            + (f" (error {stray['error_code']})" if stray["error_code"] else ""))
+                    evidence = {"leader_id": r["leader_id"], "sync_generation": stray["generation"],
+                                "sync_ts": stray["ts"], "sync_error_code": stray["error_code"]}
+                out.append(violation("L1", run, f"leader {leader} of generation {gen} {what} and no fault hit it",
+                                     members=[r["leader"]], generation=gen, ts=r["join_ts"], evidence=evidence))
             continue
         missing = sorted(set(r["view"] or []) - set(r["assigned"]))
         if missing:
