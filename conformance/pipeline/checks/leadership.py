@@ -108,9 +108,11 @@ def check_l1(t: Tables) -> list[dict]:
                     & ~F.col("s_gen").eqNullSafe(F.col("generation")))
              .groupBy("run", "generation", "leader")
              .agg(F.min_by("s_gen", "s_ts").alias("s_gen"), F.min("s_ts").alias("s_ts")))
-    stray = (first.join(sync.where(F.col("direction") == "response").withColumnRenamed("ts", "r_ts"),
-                        ["run", "leader", "s_gen"], "left")
-             .where(F.col("r_ts").isNull() | (F.col("r_ts") >= F.col("s_ts")))
+    resp = sync.where(F.col("direction") == "response").select(
+        F.col("run").alias("r_run"), F.col("leader").alias("r_leader"), F.col("s_gen").alias("r_gen"),
+        F.col("ts").alias("r_ts"), "error_code")
+    stray = (first.join(resp, (F.col("r_run") == F.col("run")) & (F.col("r_leader") == F.col("leader"))
+                        & F.col("r_gen").eqNullSafe(F.col("s_gen")) & (F.col("r_ts") >= F.col("s_ts")), "left")
              .groupBy("run", "generation")
              .agg(F.struct(F.first("s_gen").alias("generation"), F.first("s_ts").alias("ts"),
                            F.min_by("error_code", "r_ts").alias("error_code")).alias("stray")))
