@@ -233,6 +233,9 @@ BREAKS: dict[str, str] = {
     "r3-regrouped-unnamed-allowed": "as r3-regrouped-allowed, but m1's history names no generation (the Java harness "
                                     "before 2.5): the wire's SyncGroups tell them, allowed",
     "r3-regrouped-unnamed": "as r3-regrouped, with m1's history naming no generation",
+    "r3-new-topic-allowed": "both subscribe to t and u, which generation 2's leader does not know yet: it withholds "
+                            "t-2, t-3 from m1 for m2; generation 3, which knows u, gives m2 u-0..3 and m1 t-2, t-3 "
+                            "back: allowed",
     "r4": "t-2, t-3 are revoked and nobody gets them for the rest of a long run",
     "r4-broker-allowed": "a broker restart at 14.5 s cuts m1's session: it revokes t-0, t-1 (Sarama-style) and gets "
                          "them back in generation 4 at 50 s, past the 30 s bound: allowed",
@@ -267,6 +270,8 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
         raise ValueError(f"unknown break {break_!r}; known: {', '.join(BREAKS)}")
     if break_ in ("l5", "l5-every-kind-led"):
         kw["leader_rotation"] = True
+    if break_ == "r3-new-topic-allowed":
+        kw["topics"] = {"t": 4, "u": 4}
     if break_ == "l4-lost-allowed":
         kw["members"] = (("m1", "java@4.4.0"), ("m2", "reference@0.1.0"), ("m3", "librdkafka@2.16.1"))
     b = CellBuilder(root, run_id, **kw)
@@ -354,6 +359,8 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
     final: dict[str, list] = {"m1": all4[:2], "m2": all4[2:]}
     if regrouped:
         final = {"m1": all4}
+    elif break_ == "r3-new-topic-allowed":
+        final = {"m1": all4, "m2": [("u", p) for p in range(4)]}
     elif break_ == "l3":
         final = {"m1": all4[:1], "m2": all4[1:]}
     elif break_ == "r4":
@@ -368,6 +375,8 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
         b.assigned("m2", 12700, news)
     if regrouped:
         b.assigned("m1", 12700, ([(T, 0)] if retained else []) + all4[2:])
+    if break_ == "r3-new-topic-allowed":
+        b.assigned("m1", 12700, all4[2:])
     if break_ in ("l4", "l4-eager-allowed"):
         eager = break_ == "l4-eager-allowed"
         b.join(4, 20000, "m1", {"m1": b.subscription("m1", owned=[] if eager else all4[:2], generation=3),

@@ -18,12 +18,16 @@ Allowed anomalies, each with its reason:
   ends its whole session on a coordinator EOF and, having no "lost" signal,
   reports it as a revoke of everything it then gets back (broker-restart).
 - R3: a partition revoked in one generation and assigned back to the same
-  member in a later one is not judged when the group's membership (the member
-  ids of the leader's JoinGroup view) differs between the two generations and
-  the revoking generation's assignment did not leave the member that
-  partition: the revoke was due, and the next leader planned for another
-  group (a dead member's session expired between the two rounds, say). A
-  revoke of a partition the member's assignment kept is judged regardless.
+  member in a later one is not judged when the leader's inputs differ between
+  the two generations and the revoking generation's assignment did not leave
+  the member that partition: the revoke was due, and the next leader planned
+  for another group. Inputs differ when the group's membership (the member
+  ids of the leader's JoinGroup view) does (a dead member's session expired
+  between the two rounds, say), or the topics the two assignments cover do
+  (a leader assigns with the metadata it has, and a topic a member has just
+  subscribed to may not be in it yet: the next round covers it and plans
+  again; seen with kafka-python leading subscription-change). A revoke of a
+  partition the member's assignment kept is judged regardless.
   Where a history does not name the generation (the Java harness cannot read
   it before 2.5), an event's generation is that of the member's last
   successful SyncGroup response on the wire at or before it (the tap
@@ -231,15 +235,21 @@ def check_r3(t: Tables) -> list[dict]:
 
 def _replanned(t: Tables, again):
     """The rows of ``again`` (a revoke in ``generation``, assigned back in ``next_generation``) that the
-    module docstring's R3 exemption covers: the leader's view of the group differs between the two
-    generations, and the revoking generation's assignment did not leave the member the partition."""
-    ids = generation_member_ids(t)
-    kept = (assignment_rows(t).where(F.col("topic").isNotNull())
-            .select("run", "generation", F.col("subject").alias("member"), "topic", "partition"))
-    return (again.join(ids.withColumnRenamed("ids", "ids_before"), ["run", "generation"])
-            .join(ids.select("run", F.col("generation").alias("next_generation"), F.col("ids").alias("ids_after")),
-                  ["run", "next_generation"])
-            .where(F.col("ids_before") != F.col("ids_after"))
+    module docstring's R3 exemption covers: the leader's inputs (member ids, topics covered) differ
+    between the two generations, and the revoking generation's assignment did not leave the member
+    the partition."""
+    rows = assignment_rows(t).where(F.col("topic").isNotNull())
+    kept = rows.select("run", "generation", F.col("subject").alias("member"), "topic", "partition")
+    inputs = (generation_member_ids(t)
+              .join(rows.groupBy("run", "generation").agg(F.array_sort(F.collect_set("topic")).alias("topics")),
+                    ["run", "generation"], "left"))
+    after = inputs.select("run", F.col("generation").alias("next_generation"), F.col("ids").alias("ids_after"),
+                          F.col("topics").alias("topics_after"))
+    return (again.join(inputs.withColumnRenamed("ids", "ids_before").withColumnRenamed("topics", "topics_before"),
+                       ["run", "generation"])
+            .join(after, ["run", "next_generation"])
+            .where((F.col("ids_before") != F.col("ids_after"))
+                   | ~F.col("topics_before").eqNullSafe(F.col("topics_after")))
             .join(kept, ["run", "generation", "member", "topic", "partition"], "left_anti")
             .select("run", "member", "line", "topic", "partition").distinct())
 
