@@ -130,6 +130,11 @@ def test_allowed_anomalies_pass(judged):
     assert _inv(judged, "break-l1-nosync-allowed", "L1")["status"] == "pass"
     # The re-read follows a pause: counted, attributed, not a failure.
     assert _inv(judged, "break-d3-allowed", "D3")["status"] == "pass"
+    # A pause never healed (an interrupted run) excuses an overlap until the run's end.
+    assert _inv(judged, "break-r2-unhealed-allowed", "R2")["status"] == "pass"
+    # The re-read is stamped just before the heal of a pause in force since before the first read.
+    assert _inv(judged, "break-d3-resumed-allowed", "D3")["status"] == "pass"
+    assert judged[1]["break-d3-resumed-allowed"]["metrics"]["duplicates_by_cause"] == {"fault:pause": 20}
     assert judged[1]["break-d3-allowed"]["metrics"]["duplicates"] == 10
     assert judged[1]["break-d3"]["metrics"]["duplicates"] == 10
     assert judged[1]["clean"]["metrics"]["duplicates"] == 0

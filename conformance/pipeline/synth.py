@@ -224,6 +224,8 @@ BREAKS: dict[str, str] = {
     "r1": "generation 2 hands t-2 to m2 while m1 validly declares it owned",
     "r2": "m2 records t-2 assigned while m1 still owns it",
     "r2-allowed": "as r2, but m1 is paused (SIGSTOP) at the time: allowed",
+    "r2-unhealed-allowed": "m1 is paused at 20 s and never resumed (the run was interrupted); m2 records t-0 "
+                           "assigned at 40 s while m1 still owns it: allowed",
     "r3": "m1 revokes t-0 and gets it back with no other owner in between",
     "r3-allowed": "as r3, but during a broker restart (the session was cut, not rebalanced): allowed",
     "r3-regrouped-allowed": "m2 is killed after m1 revoked t-2, t-3 for it in generation 2; generation 3 (m1 alone) "
@@ -246,6 +248,8 @@ BREAKS: dict[str, str] = {
     "d2-stale": "the broker accepts m1's commit from generation 1 after generation 2 formed",
     "d3": "m1 re-reads t-0 90-99 with no rebalance or fault in between",
     "d3-allowed": "as d3, but m1 was paused in between: counted, allowed",
+    "d3-resumed-allowed": "m2 is paused at 20 s; m1 reads t-2 90-99 at 35 s; m2 is resumed at 40 s and reads them "
+                          "again at once, its history's whole millisecond just before the heal's: counted, allowed",
     "v1": "m2 reports a fatal error and never stops",
     "v1-hang": "m2 never stops in a complete run (no error, no kill)",
     "v1-crash": "m2 starts again at 30 s without having stopped and without a kill",
@@ -424,6 +428,14 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
         b.fault(14500, "pause", "m1")
         b.fault(14600, "resume", "m1", phase="heal")
         b.consumed("m1", 15000, T, 0, 90, 99)
+    if break_ == "r2-unhealed-allowed":
+        b.fault(20000, "pause", "m1")
+        b.assigned("m2", 40000, [(T, 0)])
+    if break_ == "d3-resumed-allowed":
+        b.fault(20000, "pause", "m2")
+        b.consumed("m1", 35000, T, 2, 90, 99)
+        b.consumed("m2", 40000, T, 2, 90, 99)
+        b.fault(40000.4, "resume", "m2", phase="heal")
     if break_ == "r4-broker-allowed":
         b.fault(14500, "broker-restart", "broker")
         b.fault(14600, "broker-restart", "broker", phase="heal")
@@ -442,6 +454,8 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
         b.sync(4, 41100, "m1", {"m1": all4})
         b.assigned("m1", 41200, all4[2:])
     end = 60000.0
+    if break_ == "r2-unhealed-allowed":
+        return b.write(end, complete=False)              # m1 is still paused: nobody stops
     b.stopped("m1", end - 100)
     if break_ == "v1":
         b.error("m2", end - 200, "boom: unexpected client state", fatal=True)

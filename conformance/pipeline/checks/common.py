@@ -1,12 +1,20 @@
-"""Helpers shared by the checks: violation rows, partition lists, timing bounds."""
+"""Helpers shared by the checks: violation rows, partition lists, timing bounds, fault windows."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
 from conformance import config
+
+if TYPE_CHECKING:
+    from conformance.pipeline.derived import Tables
+
+#: Faults during which a member may look dead to the group, and what heals each (broker faults: the
+#: broker's next nemesis line).
+DEAD_LOOKING = ("pause", "proxy-disable", "toxic-add", "broker-restart", "broker-kill")
+_HEAL = {"pause": "resume", "proxy-disable": "proxy-enable", "toxic-add": "toxic-remove"}
 
 
 def violation(invariant: str, run: str, message: str, *, members: list[str] | None = None,
@@ -44,3 +52,30 @@ def timing(cells):
         .alias("revoke_ms"),
         "expected_protocol", "last_fault_ts", "end_ts", "leader_rotation", "scenario",
     )
+
+
+def fault_windows(t: Tables):
+    """(run, fault, target, w_start, w_end) during which ``target`` may look dead to the group: from
+    a :data:`DEAD_LOOKING` fault's invocation to its heal (the run's end when nothing healed it) plus a
+    session timeout and a heartbeat, the time the group and the member need to notice. Built once
+    per Tables (R2, R3, R4 and D3 read it)."""
+    return t.shared("fault_windows", lambda: _build_fault_windows(t))
+
+
+def _build_fault_windows(t: Tables):
+    tm = timing(t.cells).select("run", "session_ms", "heartbeat_ms")
+    inv = t.nemesis.where((F.col("phase") == "invoke") & F.col("fault").isin(*DEAD_LOOKING)).select(
+        "run", "line", "fault", "target", F.col("ts").alias("w_start"))
+    heals = t.nemesis.select("run", F.col("target").alias("h_target"), F.col("fault").alias("h_fault"),
+                             F.col("ts").alias("h_ts"))
+    heal_of = F.create_map(*[F.lit(x) for kv in _HEAL.items() for x in kv])
+    joined = (inv.join(heals, "run", "left")
+              .where(F.col("h_ts").isNull() | ((F.col("h_target") == F.col("target")) & (F.col("h_ts") >= F.col("w_start"))
+                                               & ((F.col("h_fault") == heal_of[F.col("fault")])
+                                                  | (F.col("fault").startswith("broker") & (F.col("h_ts") > F.col("w_start")))))))
+    healed = joined.groupBy("run", "line", "fault", "target", "w_start").agg(F.min("h_ts").alias("heal_ts"))
+    return (inv.join(healed, ["run", "line", "fault", "target", "w_start"], "left").join(tm, "run")
+            .join(t.run_end, "run")
+            .select("run", "fault", "target", "w_start",
+                    (F.greatest(F.coalesce("heal_ts", "run_end_ts"), F.col("w_start"))
+                     + F.col("session_ms") + F.col("heartbeat_ms")).alias("w_end")))

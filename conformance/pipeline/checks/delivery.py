@@ -3,9 +3,11 @@
 Allowed anomalies, each with its reason:
 - D3: a duplicate (an offset consumed again) is allowed and counted when a
   rebalance (a new generation) or a fault happened between the first and the
-  second consumption: that is at-least-once delivery after a kill or a
-  revoke without a commit. A duplicate with neither in between is a client
-  bug (a re-fetch without cause) and fails D3.
+  second consumption (from a session timeout plus a heartbeat before the
+  first), or a fault that makes a member look dead was in force then
+  (:func:`common.fault_windows`): that is at-least-once delivery after a
+  kill, a pause or a revoke without a commit. A duplicate with neither is a
+  client bug (a re-fetch without cause) and fails D3.
 - D2: commits with generation -1 (no group membership) and KIP-848 epochs are
   not judged for staleness.
 - V1: the end of observation is the first ``stopped`` after the last fault
@@ -19,7 +21,7 @@ from __future__ import annotations
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from conformance.pipeline.checks.common import fmt_tps, timing, violation
+from conformance.pipeline.checks.common import fault_windows, fmt_tps, timing, violation
 from conformance.pipeline.derived import Tables
 from conformance.pipeline.ingest import broadcast
 
@@ -136,12 +138,17 @@ def _build_duplicates(t: Tables):
     tm = timing(t.cells).select("run", (F.col("session_ms") + F.col("heartbeat_ms")).alias("grace_ms"))
     faults = (t.nemesis.where(F.col("phase").isin("invoke", "heal")).select("run", F.col("ts").alias("f_ts"), "fault")
               .join(tm, "run"))
-    cause_fault = (dup.join(faults, "run")
-                   .where((F.col("f_ts") > F.least("prev_ts", "ts") - F.col("grace_ms"))
-                          & (F.col("f_ts") <= F.greatest("prev_ts", "ts")))
-                   .groupBy("run", "member", "ts", "topic", "partition", "first_offset")
-                   .agg(F.collect_set("fault").alias("faults")))
     keys = ["run", "member", "ts", "topic", "partition", "first_offset"]
+    events = (dup.join(faults, "run")
+              .where((F.col("f_ts") > F.least("prev_ts", "ts") - F.col("grace_ms"))
+                     & (F.col("f_ts") <= F.greatest("prev_ts", "ts")))
+              .select(*keys, "fault"))
+    # A fault in force across the whole window counts too (a member paused before the first read and
+    # resumed just as it re-reads: history timestamps of whole milliseconds can fall before the heal's).
+    in_force = (dup.join(fault_windows(t).select("run", "fault", "w_start", "w_end"), "run")
+                .where((F.col("w_start") <= F.greatest("prev_ts", "ts")) & (F.col("w_end") >= F.least("prev_ts", "ts")))
+                .select(*keys, "fault"))
+    cause_fault = events.unionByName(in_force).groupBy(*keys).agg(F.collect_set("fault").alias("faults"))
     return (dup.join(last_gen, keys, "left").join(cause_gen, keys, "left").join(cause_fault, keys, "left"))
 
 

@@ -52,12 +52,9 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from conformance import config
-from conformance.pipeline.checks.common import fmt_tps, timing, violation
+from conformance.pipeline.checks.common import fault_windows, fmt_tps, timing, violation
 from conformance.pipeline.checks.leadership import assignment_rows, generation_member_ids
 from conformance.pipeline.derived import Tables, is_cooperative
-
-_DEAD_LOOKING = ("pause", "proxy-disable", "toxic-add", "broker-restart", "broker-kill")
-_HEAL = {"pause": "resume", "proxy-disable": "proxy-enable", "toxic-add": "toxic-remove"}
 
 
 def check_r1(t: Tables) -> list[dict]:
@@ -100,38 +97,10 @@ def check_r1(t: Tables) -> list[dict]:
     return out
 
 
-def _fault_windows(t: Tables):
-    """(run, target, w_start, w_end) during which a member may look dead to the group (built once: R2,
-    R3 and R4 read it)."""
-    return t.shared("fault_windows", lambda: _build_fault_windows(t))
-
-
-def _build_fault_windows(t: Tables):
-    tm = timing(t.cells).select("run", "session_ms", "heartbeat_ms")
-    inv = t.nemesis.where((F.col("phase") == "invoke") & F.col("fault").isin(*_DEAD_LOOKING)).select(
-        "run", "line", "fault", "target", F.col("ts").alias("w_start"))
-    heals = t.nemesis.select("run", F.col("target").alias("h_target"), F.col("fault").alias("h_fault"),
-                             F.col("ts").alias("h_ts"))
-    heal_of = F.create_map(*[F.lit(x) for kv in _HEAL.items() for x in kv])
-    joined = (inv.join(heals, "run", "left")
-              .where(F.col("h_ts").isNull() | ((F.col("h_target") == F.col("target")) & (F.col("h_ts") >= F.col("w_start"))
-                                               & ((F.col("h_fault") == heal_of[F.col("fault")])
-                                                  | (F.col("fault").startswith("broker") & (F.col("h_ts") > F.col("w_start")))))))
-    healed = joined.groupBy("run", "line", "fault", "target", "w_start").agg(F.min("h_ts").alias("heal_ts"))
-    windows = (inv.join(healed, ["run", "line", "fault", "target", "w_start"], "left").join(tm, "run")
-               .join(t.run_end, "run")
-               .select("run", "target", "w_start",
-                       (F.coalesce("heal_ts", "w_start", "run_end_ts") + F.col("session_ms") + F.col("heartbeat_ms"))
-                       .alias("w_end")))
-    # A pause without a resume lasts until the run's end.
-    return windows.select("run", "target", "w_start",
-                          F.when(F.col("w_end") < F.col("w_start"), F.col("w_start")).otherwise(F.col("w_end")).alias("w_end"))
-
-
 def _outside_fault_windows(t: Tables, df, keys: list[str], ts: str, members: list[str]):
-    """The rows of ``df`` whose ``ts`` does not fall in a fault window (:func:`_fault_windows`) of one
-    of the ``members`` columns' members, the broker or everyone; ``keys`` identify a row."""
-    win = _fault_windows(t)
+    """The rows of ``df`` whose ``ts`` does not fall in a fault window (:func:`common.fault_windows`) of
+    one of the ``members`` columns' members, the broker or everyone; ``keys`` identify a row."""
+    win = fault_windows(t)
     hit = F.col("target").isin("all", "broker")
     for m in members:
         hit = hit | (F.col("target") == F.col(m))
