@@ -17,6 +17,7 @@ The harness config carries the list; the scenario may override it (``bounce-stra
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 from conformance.errors import UsageError
 from conformance.members.kinds import kind_module
@@ -72,3 +73,24 @@ def bounce_list(spec: MemberSpec, target: list[str], current: tuple[str, ...]) -
     if mixes and spec.kind in CANNOT_MIX:
         return current
     return tuple(target)
+
+
+def bounce_lists(members: Sequence[tuple[MemberSpec, tuple[str, ...]]], target: list[str]) -> list[tuple[str, ...]]:
+    """The lists a group's members (spec, current list) move to in one upgrade bounce towards ``target``.
+
+    Each moves as :func:`bounce_list` says, except that a member keeps its current list when its
+    new one would share no assignor with another member's list after the bounce: the coordinator
+    refuses such a join (INCONSISTENT_GROUP_PROTOCOL). So a group holding a member without
+    cooperative support (kafka-python 2.x) never reaches the cooperative-only step: as the upgrade
+    is documented, members drop the eager assignor only once every member can go cooperative.
+    Guarantee: if the current lists share an assignor, the returned lists do too.
+    """
+    lists = [bounce_list(spec, target, current) for spec, current in members]
+    changed = True
+    while changed:
+        changed = False
+        for i, mine in enumerate(lists):
+            if mine != members[i][1] and any(not set(mine) & set(other) for j, other in enumerate(lists) if j != i):
+                lists[i] = members[i][1]
+                changed = True
+    return lists

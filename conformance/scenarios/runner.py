@@ -31,7 +31,7 @@ from conformance.members.harness_config import HarnessConfig
 from conformance.members.spec import MemberSpec
 from conformance.nemesis import Nemesis, NemesisLog
 from conformance.rundir import RunDir
-from conformance.scenarios.mixing import bounce_list, plan_mix
+from conformance.scenarios.mixing import bounce_lists, plan_mix
 from conformance.scenarios.model import Action, Scenario
 from conformance.scenarios.observe import GroupObserver
 from conformance.scenarios.schedule import Schedule
@@ -325,8 +325,9 @@ class CellRun:
             nem.add_partitions(a.target, args["total"], self.cluster.add_partitions)
             self.partitions[a.target] = args["total"]
         elif a.verb == "bounce-strategies":
-            for slot in self.slots:
-                new = bounce_list(slot.spec, args["to"], tuple(slot.config.assignment_strategies))
+            moves = bounce_lists([(slot.spec, tuple(slot.config.assignment_strategies)) for slot in self.slots],
+                                 args["to"])
+            for slot, new in zip(self.slots, moves):
                 if list(new) != slot.config.assignment_strategies:
                     slot.config.assignment_strategies = list(new)
                     self._restart(slot, "graceful", 0)
