@@ -46,6 +46,7 @@ EXPECTED = {
     "e5-missing": ("E5", ["m1 owns t-0, t-1 per its history but did not declare them in JoinGroup"]),
     "l1": ("L1", ["assigned nothing to member(s) m2-id"]),
     "l1-nosync": ("L1", ["sent no SyncGroup assignments and no fault hit it"]),
+    "l1-killed-leader": ("L1", ["leader m1 of generation 2 sent no SyncGroup assignments and no fault hit it"]),
     "l1-sync-generation": ("L1", ["leader m1 of generation 2 sent its SyncGroup for generation -1 instead (error 22) "
                                   "and no fault hit it"]),
     "l1-two-leaders": ("L1", ["generation 2 has 2 leaders in JoinGroup responses: m1-id, m2-id"]),
@@ -128,6 +129,8 @@ def test_allowed_anomalies_pass(judged):
     assert _inv(judged, "break-l4-lost-allowed", "L4")["status"] == "pass"
     # The leader abandons generation 2 while it is being terminated.
     assert _inv(judged, "break-l1-nosync-allowed", "L1")["status"] == "pass"
+    # The leader is a killed instance's id, elected while its JoinGroup was pending.
+    assert _inv(judged, "break-l1-killed-leader-allowed", "L1")["status"] == "pass"
     # The re-read follows a pause: counted, attributed, not a failure.
     assert _inv(judged, "break-d3-allowed", "D3")["status"] == "pass"
     # A pause never healed (an interrupted run) excuses an overlap until the run's end.

@@ -61,13 +61,19 @@ class CellBuilder:
         self.generation_of: dict[str, int] = {}
         #: Members whose history names no member id or generation (the Java harness before 2.5).
         self.unnamed: set[str] = set()
+        #: Member ids other than ``<name>-id`` (a restarted instance joins under a new one).
+        self.ids: dict[str, str] = {}
+
+    def mid(self, member: str) -> str:
+        """The member id ``member``'s current instance uses."""
+        return self.ids.get(member, f"{member}-id")
 
     # -- histories -------------------------------------------------------------------------------
     def event(self, member: str, ts: float, event: str, **fields) -> None:
         spec = self.members.get(member, "producer@0")
         entry = {"ts": float(ts), "member": member, "client": spec.split("@")[0],
                  "client_version": spec.split("@")[1] if "@" in spec else "0", "event": event,
-                 "member_id": f"{member}-id", "protocol": "cooperative"
+                 "member_id": self.mid(member), "protocol": "cooperative"
                  if self.manifest["expected_protocol"] == "cooperative" else "eager"}
         if member in self.generation_of:
             entry["generation"] = self.generation_of[member]
@@ -113,7 +119,7 @@ class CellBuilder:
         if direction == "request":
             self.corr += 1
         f = {"ts": float(ts), "member": member, "api": api, "api_key": keys.get(api, -1), "version": 5,
-             "correlation_id": self.corr, "direction": direction, "group_id": "g", "member_id": f"{member}-id",
+             "correlation_id": self.corr, "direction": direction, "group_id": "g", "member_id": self.mid(member),
              "group_instance_id": None, "generation": None, "protocol_type": "consumer", "error_code": None}
         f.update(fields)
         self.wire.append(json.dumps(f))
@@ -128,22 +134,25 @@ class CellBuilder:
         return encode_subscription(sub).hex()
 
     def join(self, gen: int, ts: float, leader: str, metadata: dict[str, str], protocol: str = "cooperative-sticky",
-             offered: dict[str, list[str]] | None = None, leader_of: dict[str, str] | None = None) -> None:
+             offered: dict[str, list[str]] | None = None, leader_of: dict[str, str] | None = None,
+             leader_id: str | None = None) -> None:
         """JoinGroup requests (at ts) and responses (at ts+5) for generation ``gen``.
 
         ``metadata``: member -> subscription hex (see :meth:`subscription`);
         ``offered``: member -> protocol names in preference order (default: just ``protocol``);
-        ``leader_of``: member -> the leader its response names instead of ``leader`` (a broken broker).
+        ``leader_of``: member -> the leader its response names instead of ``leader`` (a broken broker);
+        ``leader_id``: the leader's member id, if not its current instance's (then nobody gets the member list).
         """
         for m, meta in metadata.items():
             names = (offered or {}).get(m, [protocol])
             self.frame(ts, m, "JoinGroup", "request", generation=-1,
                        protocols=[{"name": n, "metadata": meta} for n in names])
         for m in metadata:
-            members = ([{"member_id": f"{x}-id", "group_instance_id": None, "metadata": md} for x, md in metadata.items()]
-                       if m == leader else [])
-            named = (leader_of or {}).get(m, leader)
-            self.frame(ts + 5, m, "JoinGroup", "response", generation=gen, error_code=0, leader=f"{named}-id",
+            members = ([{"member_id": self.mid(x), "group_instance_id": None, "metadata": md}
+                        for x, md in metadata.items()]
+                       if m == leader and leader_id in (None, self.mid(m)) else [])
+            named = leader_id or self.mid((leader_of or {}).get(m, leader))
+            self.frame(ts + 5, m, "JoinGroup", "response", generation=gen, error_code=0, leader=named,
                        protocol_name=protocol, members=members)
             self.generation_of[m] = gen
 
@@ -155,7 +164,7 @@ class CellBuilder:
         for m in assignments:
             fields = {"generation": gen, "protocol_name": protocol}
             if m == leader:
-                fields["assignments"] = [{"member_id": f"{x}-id", "assignment": h} for x, h in enc.items()]
+                fields["assignments"] = [{"member_id": self.mid(x), "assignment": h} for x, h in enc.items()]
             else:
                 fields["assignments"] = []
             self.frame(ts, m, "SyncGroup", "request", **fields)
@@ -202,6 +211,10 @@ BREAKS: dict[str, str] = {
     "l1": "the leader of generation 2 sends no assignment for m2",
     "l1-nosync": "the leader of generation 2 sends no SyncGroup at all, and nothing stopped it",
     "l1-nosync-allowed": "as l1-nosync, but m1 was being terminated when generation 2 formed: allowed",
+    "l1-killed-leader-allowed": "m1 sends its JoinGroup for generation 2, is killed and starts again under a new "
+                                "member id; generation 2 names the killed id leader, which never syncs: allowed",
+    "l1-killed-leader": "as l1-killed-leader-allowed, but generation 2 names m1's new instance leader, which does "
+                        "not sync",
     "l1-sync-generation": "the leader of generation 2 sends its SyncGroup for generation -1, which the broker refuses "
                           "(librdkafka before 2.10 after a commit of the generation before failed)",
     "l1-two-leaders": "m2's JoinGroup response of generation 2 names m2 the leader, m1's names m1",
@@ -305,8 +318,17 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
         sub_m2 = "0001" + "00000001" + "000174" + "00000000" + "00000001" + "000174" + "00000002" + "00000001" + "00000000"
     elif break_ == "e3":
         sub_m2 = b.subscription("m2", user_data=b"\x01\x02\x03")
+    killed_leader = break_ in ("l1-killed-leader", "l1-killed-leader-allowed")
+    if killed_leader:
+        b.frame(10800, "m1", "JoinGroup", "request", generation=-1,
+                protocols=[{"name": "cooperative-sticky", "metadata": b.subscription("m1", owned=all4, generation=1)}])
+        b.fault(10900, "kill", "m1")
+        b.fault(10950, "start", "m1")
+        b.ids["m1"] = "m1-id2"
+        b.started("m1", 10960)
     b.join(2, 11000, "m1", {"m1": b.subscription("m1", owned=all4, generation=1), "m2": sub_m2},
-           leader_of={"m2": "m2"} if break_ == "l1-two-leaders" else None)
+           leader_of={"m2": "m2"} if break_ == "l1-two-leaders" else None,
+           leader_id="m1-id" if break_ == "l1-killed-leader-allowed" else None)
     g2: dict[str, list] = {"m1": all4[:2], "m2": []}
     if break_ == "l1":
         g2 = {"m1": all4[:2]}
@@ -326,7 +348,7 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
         b.frame(11100, "m1", "SyncGroup", "request", generation=-1, protocol_name="cooperative-sticky",
                 assignments=gave)
         b.frame(11105, "m1", "SyncGroup", "response", generation=-1, error_code=22, assignment="")
-    elif break_ not in ("l1-nosync", "l1-nosync-allowed"):
+    elif break_ not in ("l1-nosync", "l1-nosync-allowed") and not killed_leader:
         b.sync(2, 11100, "m1", g2, raw=raw)
     if break_ == "d2":
         b.commit("m1", 11200, 2, [(T, 0, 50), (T, 1, 30)])

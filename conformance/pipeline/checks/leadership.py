@@ -11,7 +11,10 @@ Allowed anomalies:
   is one whose leader was already being stopped (terminate or kill, not
   started again since) when the generation formed: a closing client that is
   elected leader on its way out (teardown stops members one by one) rightly
-  abandons the round. When the leader sent a SyncGroup for another
+  abandons the round; and one whose leader is a killed instance's member id,
+  unseen on the wire since the member started again (seen: the reference
+  member killed while its JoinGroup was pending, restarted under a new id;
+  the broker kept the dead id as leader until its session expired). When the leader sent a SyncGroup for another
   generation instead, the violation names it (seen: librdkafka before 2.10
   sets its generation to -1 when a commit of the previous generation fails
   during the join, then syncs with -1; librdkafka issue 4059).
@@ -91,11 +94,18 @@ def check_l1(t: Tables) -> list[dict]:
               .select("run", "generation", "fault"))
     starts = faults.where(F.col("fault") == "start").select("run", F.col("target").alias("s_target"),
                                                             F.col("f_ts").alias("s_ts"))
+    # The leader's id was last on the wire before the member started again: the id is the stopped
+    # instance's (a restarted client joins under a new member id), elected while its JoinGroup was pending.
+    id_last = (t.frames.where(F.col("member_id").isNotNull()).groupBy("run", "member_id")
+               .agg(F.max("ts").alias("id_last_ts")).withColumnRenamed("member_id", "leader_id"))
     stopping = (g.join(faults.where(F.col("fault").isin(*_STOPS)), "run")
                 .where((F.col("target") == F.col("leader")) & (F.col("f_ts") < F.col("join_ts") - 1))
                 .join(starts, (g["run"] == starts["run"]) & (F.col("s_target") == F.col("target"))
-                      & (F.col("s_ts") > F.col("f_ts")) & (F.col("s_ts") <= F.col("join_ts")), "left_anti")
-                .select(g["run"], "generation", "fault"))
+                      & (F.col("s_ts") > F.col("f_ts")) & (F.col("s_ts") <= F.col("join_ts")), "left")
+                .groupBy(g["run"], "generation", "leader_id", "f_ts", "fault").agg(F.min("s_ts").alias("s_ts"))
+                .join(id_last, ["run", "leader_id"], "left")
+                .where(F.col("s_ts").isNull() | ~F.coalesce(F.col("id_last_ts") >= F.col("s_ts"), F.lit(False)))
+                .select("run", "generation", "fault"))
     hit = during.unionByName(stopping).groupBy("run", "generation").agg(F.collect_list("fault").alias("faults"))
     # What the leader sent instead, if anything: a SyncGroup naming another generation, in the window.
     # (Its response is the leader's next SyncGroup response of that generation: the tap copies a request's
