@@ -15,10 +15,11 @@ from conformance.members.kinds import java
 
 def test_clients_list_shows_every_kind_with_default_and_known_versions(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["clients", "list"]) == 0
-    out = capsys.readouterr().out.splitlines()
-    rows = {line.split()[0]: line for line in out[1:]}
+    table, faults = capsys.readouterr().out.split("\n\n")
+    rows = {line.split()[0]: line for line in table.splitlines()[1:]}
     assert set(rows) == {"reference", "java", "librdkafka", "sarama", "kafka-python"}
     assert "4.4.0" in rows["java"] and "2.4.1, 2.8.2, 3.9.2, 4.4.0" in rows["java"]
+    assert faults.startswith("reference/FAULT") and "stale-owned-partitions, subscription-v0" in faults
 
 
 def test_java_strategies_and_cooperative_support() -> None:

@@ -1,5 +1,8 @@
 """``conformance clients list``: every member kind, its default version and the versions known to work.
 
+Then the deliberate faults a ``reference/FAULT`` spec may name (each explained in
+:mod:`conformance.reference.faults`).
+
 Known versions come from each kind's module (``known_versions()``); a kind whose
 module is not built yet is listed as ``(not built)``. Installing a version is
 ``conformance setup --clients KIND@VERSION,...``.
@@ -13,6 +16,7 @@ from conformance import config
 from conformance.errors import SuiteError
 from conformance.members.install import load_kind
 from conformance.members.kinds import KIND_MODULES
+from conformance.members.spec import REFERENCE_FAULTS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -41,4 +45,5 @@ def list_clients(args: argparse.Namespace) -> int:
     widths = [max(len(r[i]) for r in table) for i in range(2)]
     for kind, default, known in table:
         print(f"{kind:<{widths[0]}}  {default:<{widths[1]}}  {known}")
+    print(f"\nreference/FAULT (see conformance/reference/faults.py): {', '.join(REFERENCE_FAULTS)}")
     return 0
