@@ -40,6 +40,10 @@ def get_session(master: str | None = None, small: bool = False):
             return _session
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        if wanted.startswith("local"):
+            # The JVM resolves its own address before reading spark.driver.bindAddress; on a host
+            # whose name maps to loopback it warns and picks another interface unless told.
+            os.environ.setdefault("SPARK_LOCAL_IP", config.HOST)
         try:
             from pyspark.sql import SparkSession
 
