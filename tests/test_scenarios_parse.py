@@ -22,6 +22,8 @@ def test_catalog_is_complete_and_parses() -> None:
     assert get_scenario("leader-rotation").leader_rotation
     assert get_scenario("static-restart").static_members
     assert get_scenario("subscription-change").topics == {"orders": 12, "audit": 4}
+    assert get_scenario("upgrade-eager-to-cooperative").start_strategies == ("range",)
+    assert get_scenario("rolling-restart").start_strategies == ()
 
 
 GOOD = """\
@@ -46,6 +48,8 @@ phase one
     ("topic orders\nphase p\n  start all\n", r"demo.scenario: no 'name' statement"),
     ("name demo\nphase p\n  sleep 1s\n", r"needs at least one phase that starts members"),
     (GOOD.replace("stagger=100ms", "stagger"), r"expected key=value, got 'stagger'"),
+    ("members strategies=rang\n" + GOOD, r"demo.scenario:1: members strategies: 'rang': strategies must be a "
+                                        r"comma-separated list of"),
 ])
 def test_errors_name_file_line_and_problem(text: str, message: str) -> None:
     with pytest.raises(UsageError, match=message):

@@ -11,7 +11,10 @@ Rule (the group is cooperative exactly when every member supports it, R5):
   mix the two (librdkafka, kafka-python 3.x; see PROTOCOL-FACTS) and members
   without cooperative support get ``[range]``. The group is judged eager.
 
-The harness config carries the list; the scenario may override it (``bounce-strategies``).
+A scenario may start every member on one list instead (``members strategies=range``: the
+upgrade starts eager) and move members to others (``bounce-strategies``); the protocol the
+group is then expected to end on follows from the members' final lists (:func:`group_protocol`).
+The harness config carries the list.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from conformance.config import COOPERATIVE_ASSIGNORS
 from conformance.errors import UsageError
 from conformance.members.kinds import kind_module
 from conformance.members.spec import MemberSpec
@@ -39,9 +43,45 @@ def supported(spec: MemberSpec) -> list[str]:
     return list(kind_module(spec.kind).strategies_supported(spec.version))
 
 
-def plan_mix(specs: list[MemberSpec]) -> MixPlan:
-    """Strategy lists for ``specs`` with a protocol they all share; UsageError if none exists."""
+def group_protocol(lists: Sequence[Sequence[str]]) -> str | None:
+    """The protocol ("cooperative" | "eager") a group of members offering ``lists`` runs, as the
+    coordinator picks it: among the assignors every member offers, each member votes for the first
+    it lists and the most votes win. None when the lists share no assignor or the vote is tied
+    between a cooperative and an eager assignor (the coordinator's pick is then arbitrary)."""
+    if not lists:
+        return None
+    candidates = set(lists[0]).intersection(*map(set, lists[1:]))
+    if not candidates:
+        return None
+    votes: dict[str, int] = {}
+    for offered in lists:
+        choice = next(a for a in offered if a in candidates)
+        votes[choice] = votes.get(choice, 0) + 1
+    top = max(votes.values())
+    kinds = {a in COOPERATIVE_ASSIGNORS for a, n in votes.items() if n == top}
+    if len(kinds) > 1:
+        return None
+    return "cooperative" if kinds.pop() else "eager"
+
+
+def plan_mix(specs: list[MemberSpec], start: Sequence[str] | None = None) -> MixPlan:
+    """Strategy lists for ``specs`` with a protocol they all share; UsageError if none exists.
+
+    With ``start`` (the scenario's ``members strategies=LIST``) every member starts on that list,
+    and UsageError names a member that cannot hold it.
+    """
     support = [supported(s) for s in specs]
+    if start:
+        lists = tuple(tuple(start) for _ in specs)
+        for spec, sup in zip(specs, support):
+            if bounce_list(spec, list(start), ()) != tuple(start):
+                why = ("cannot list a cooperative and an eager assignor together" if spec.kind in CANNOT_MIX
+                       and all(s in sup for s in start) else f"supports only {', '.join(sup)}")
+                raise UsageError(f"the scenario starts every member on [{', '.join(start)}]; {spec} {why}")
+        protocol = group_protocol(lists)
+        if protocol is None:  # one list for all: shares itself; a tie cannot happen
+            raise UsageError(f"strategy list [{', '.join(start)}] forms no group")
+        return MixPlan(lists, protocol, f"the scenario starts every member on [{', '.join(start)}]")
     if all("cooperative-sticky" in sup for sup in support):
         return MixPlan(tuple(("cooperative-sticky",) for _ in specs), "cooperative",
                        "every member supports cooperative-sticky")
@@ -94,3 +134,34 @@ def bounce_lists(members: Sequence[tuple[MemberSpec, tuple[str, ...]]], target: 
                 lists[i] = members[i][1]
                 changed = True
     return lists
+
+
+def bounce_steps(current: Sequence[tuple[str, ...]], new: Sequence[tuple[str, ...]]) -> list[tuple[int, ...]]:
+    """The order in which members (by index) move from their ``current`` lists to ``new`` ones.
+
+    Each step is restarted together: all its members stopped, then all started with their new
+    lists. Guarantee: when ``current`` and ``new`` each share an assignor, so do the lists of the
+    members running at any moment of the bounce (the coordinator accepts every join). Members move
+    one at a time where they can, in index order (the documented rolling bounce); a member whose
+    new list shares nothing with its old one (librdkafka from [range] straight to
+    [cooperative-sticky]) can move alone only while no other member holds the old list alone, so
+    such members that cannot move alone move together, before the others (who still hold both).
+    """
+    lists = [tuple(x) for x in current]
+    pending = [i for i in range(len(new)) if tuple(new[i]) != lists[i]]
+    steps: list[tuple[int, ...]] = []
+
+    def shares_after(step: tuple[int, ...]) -> bool:
+        trial = [tuple(new[i]) if i in step else lists[i] for i in range(len(lists))]
+        return not trial or bool(set(trial[0]).intersection(*map(set, trial[1:])))
+
+    while pending:
+        step = next(((i,) for i in pending if shares_after((i,))), None)
+        if step is None:
+            jumpers = tuple(i for i in pending if not set(lists[i]) & set(new[i]))
+            step = jumpers if jumpers and shares_after(jumpers) else tuple(pending)
+        for i in step:
+            lists[i] = tuple(new[i])
+            pending.remove(i)
+        steps.append(step)
+    return steps

@@ -41,6 +41,7 @@ class Scenario:
     processing_delay_ms: int = 0
     commit_mode: str = "sync-batch"
     static_members: bool = False          # give every member a group.instance.id
+    start_strategies: tuple[str, ...] = ()  # every member's first list; () = planned from the mix
     leader_rotation: bool = False         # L5 applies
     phases: tuple[Phase, ...] = ()
 

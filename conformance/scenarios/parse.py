@@ -18,6 +18,10 @@ line; ``#`` starts a comment. Header statements come first, then phases::
     phase settle
       await drained timeout=60s
 
+``members strategies=LIST`` starts every member on that assignment strategy
+list instead of the one planned from the mix (:mod:`conformance.scenarios.mixing`);
+the upgrade scenario starts on ``range``.
+
 Actions (``TARGET`` is ``all``, ``each`` (one after another, the group
 settling in between), ``leader``, ``follower``, ``random`` (seeded),
 ``reference`` (the first reference member), or ``m<i>``, the i-th member of
@@ -37,6 +41,8 @@ the mix):
 ``cut TARGET``         toxiproxy proxy down for ``for=DUR``, then up
 ``add-partitions T``   grow topic T to ``total=N``
 ``bounce-strategies``  rolling graceful restart with ``to=LIST`` strategies
+                       (members that cannot move alone restart together:
+                       ``mixing.bounce_steps``)
 ``resubscribe TARGET`` graceful restart subscribed to ``topics=A,B``
 ``rotate-leader``      stop the current leader until every kind has led
 ``chaos``              ``count=N`` seeded random faults, ``gap=DUR``
@@ -124,7 +130,8 @@ _AWAIT_WHAT = ("stable", "drained")
 HEADERS: dict[str, Schema] = {
     "topic": {"partitions": _int},
     "producer": {"rate": _int},
-    "members": {"static": _bool, "processing-delay": parse_duration_ms, "commit": _choice("auto", "sync-batch", "on-revoke")},
+    "members": {"static": _bool, "processing-delay": parse_duration_ms, "commit": _choice("auto", "sync-batch", "on-revoke"),
+                "strategies": _strategy_list},
 }
 
 
@@ -190,6 +197,8 @@ def parse_scenario(text: str, source: Path | None = None) -> Scenario:
                         fields["processing_delay_ms"] = args["processing-delay"]
                     if "commit" in args:
                         fields["commit_mode"] = args["commit"]
+                    if "strategies" in args:
+                        fields["start_strategies"] = tuple(args["strategies"])
         elif verb == "expect":
             for w in words:
                 if w != "leader-rotation":
@@ -220,7 +229,8 @@ def parse_scenario(text: str, source: Path | None = None) -> Scenario:
         name=fields["name"], description=fields.get("description", ""), source=source,
         topics=fields["topics"], producer_rate=fields.get("producer_rate", 200),
         processing_delay_ms=fields.get("processing_delay_ms", 0), commit_mode=fields.get("commit_mode", "sync-batch"),
-        static_members=fields.get("static_members", False), leader_rotation="leader-rotation" in seen_expect,
+        static_members=fields.get("static_members", False), start_strategies=fields.get("start_strategies", ()),
+        leader_rotation="leader-rotation" in seen_expect,
         phases=tuple(phases),
     )
 

@@ -31,7 +31,7 @@ from conformance.members.harness_config import HarnessConfig
 from conformance.members.spec import MemberSpec
 from conformance.nemesis import Nemesis, NemesisLog
 from conformance.rundir import RunDir
-from conformance.scenarios.mixing import bounce_lists, plan_mix
+from conformance.scenarios.mixing import bounce_lists, bounce_steps, group_protocol, plan_mix
 from conformance.scenarios.model import Action, Scenario
 from conformance.scenarios.observe import GroupObserver
 from conformance.scenarios.schedule import Schedule
@@ -119,9 +119,9 @@ class CellRun:
         self.run_dir.write_json(self.run_dir.manifest, self._manifest(complete))
 
     def _make_slots(self, bootstrap_for: Callable[[str], str]) -> None:
-        plan = plan_mix(list(self.cell.specs))
-        self.expected_protocol, self.mix_reason = plan.expected_protocol, plan.reason
         sc = self.cell.scenario
+        plan = plan_mix(list(self.cell.specs), sc.start_strategies)
+        self.expected_protocol, self.mix_reason = plan.expected_protocol, plan.reason
         for i, (spec, strategies) in enumerate(zip(self.cell.specs, plan.strategies)):
             name = f"m{i}-{spec.kind}"
             extra: dict[str, Any] = {}
@@ -325,13 +325,21 @@ class CellRun:
             nem.add_partitions(a.target, args["total"], self.cluster.add_partitions)
             self.partitions[a.target] = args["total"]
         elif a.verb == "bounce-strategies":
-            moves = bounce_lists([(slot.spec, tuple(slot.config.assignment_strategies)) for slot in self.slots],
-                                 args["to"])
-            for slot, new in zip(self.slots, moves):
-                if list(new) != slot.config.assignment_strategies:
-                    slot.config.assignment_strategies = list(new)
-                    self._restart(slot, "graceful", 0)
-                    self._settle()
+            current = [tuple(slot.config.assignment_strategies) for slot in self.slots]
+            moves = bounce_lists(list(zip((slot.spec for slot in self.slots), current)), args["to"])
+            for step in bounce_steps(current, moves):
+                group = [self.slots[i] for i in step]
+                for slot in group:
+                    if slot.running:
+                        nem.terminate(slot.name, slot.proc)
+                for slot, i in zip(group, step):
+                    slot.config.assignment_strategies = list(moves[i])
+                    self._start(slot)
+                self._settle()
+            # The protocol the group ends on follows from the lists it now holds (judged by R5).
+            self.expected_protocol = group_protocol(moves) or self.expected_protocol
+            self.mix_reason = (f"after bouncing to [{', '.join(args['to'])}] the members offer "
+                               + "; ".join(f"{s.name}: {', '.join(s.config.assignment_strategies)}" for s in self.slots))
         elif a.verb == "resubscribe":
             for slot in self._targets(a.target or "all"):
                 unknown = [t for t in args["topics"] if t not in self.partitions]
