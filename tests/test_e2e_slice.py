@@ -1,28 +1,32 @@
 """The end-to-end slice: reference, java, librdkafka and sarama in one group, for real.
 
-Clean: ``leader-rotation`` and ``crash-restart`` pass every invariant. The same
+Clean: ``leader-rotation``, ``crash-restart`` and ``upgrade-eager-to-cooperative``
+pass every invariant, and the upgrade really starts eager and ends cooperative
+for every member (librdkafka, which cannot mix assignors, included). The same
 slice with a misbehaving reference consumer must fail, naming the invariant it
 breaks: ``leader-reassigns-owned`` (an eager-style leader inside a cooperative
 group) breaks R1; ``skip-revoke`` (keeps fetching what it was told to give
 up) breaks R2. The faulty members run through ``leader-rotation`` (the
 reference leads the first generations there, and every join moves partitions
-away from it). The four cells run once, judged together in one Spark session.
+away from it). The five cells run once, judged together in one Spark session.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import json
+
 import pytest
 
 from conformance.members.spec import parse_specs
 from conformance.scenarios.matrix import build_cells, cell_passed, run_matrix
 
-# Four real cells (about 1-3 minutes each on two cores) and one judging pass.
+# Five real cells (about 1-3 minutes each on two cores) and one judging pass.
 pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.timeout(2400)]
 
 SLICE = "reference,java,librdkafka,sarama"
-SCENARIOS = ["leader-rotation", "crash-restart"]
+SCENARIOS = ["leader-rotation", "crash-restart", "upgrade-eager-to-cooperative"]
 SEED = 20261121
 
 
@@ -58,6 +62,15 @@ def test_every_kind_led_in_leader_rotation(slice_run) -> None:
     _, by_key = slice_run
     leaders = by_key[("leader-rotation", "")]["metrics"]["leaders"]
     assert set(leaders) >= {"reference", "java", "librdkafka", "sarama"}, leaders
+
+
+def test_upgrade_moves_every_member_from_eager_to_cooperative(slice_run) -> None:
+    _, by_key = slice_run
+    run_dir = Path(by_key[("upgrade-eager-to-cooperative", "")]["run_dir"])
+    for history in sorted((run_dir / "members").glob("m*.jsonl")):
+        events = [json.loads(line) for line in history.read_text().splitlines() if line.strip()]
+        protocols = [e["protocol"] for e in events if e.get("event") == "assigned"]
+        assert protocols[:1] == ["eager"] and protocols[-1:] == ["cooperative"], f"{history.name}: {protocols}"
 
 
 def test_leader_reassigning_owned_partitions_fails_r1(slice_run) -> None:
