@@ -20,7 +20,6 @@ from conformance.reference.assignor import (
     MemberClaim,
     Plan,
     assign,
-    choose_protocol,
     cooperative_sticky_assign,
     range_assign,
     resolve_ownership,
@@ -143,12 +142,6 @@ def test_unknown_strategy_and_bad_input_are_typed_errors() -> None:
         cooperative_sticky_assign({"A": claim("B")}, {"t": 1})
     with pytest.raises(AssignorError, match="negative partition count"):
         range_assign({"A": claim("A")}, {"t": -1})
-
-
-def test_choose_protocol_picks_common_cooperative_only_when_all_support_it() -> None:
-    assert choose_protocol([["cooperative-sticky", "range"], ["range"]]) == "range"
-    assert choose_protocol([["cooperative-sticky", "range"], ["cooperative-sticky", "range"]]) == "cooperative-sticky"
-    assert choose_protocol([["range"], ["roundrobin"]]) is None
 
 
 # ---------------------------------------------------------------------------

@@ -69,7 +69,7 @@ claimed t2 at generation 7, A's claim on t2 would be stale and B would own it.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 #: A topic partition: ``(topic, partition)``.
@@ -378,23 +378,3 @@ def assign(strategy: str, members: Mapping[str, MemberClaim], partitions_per_top
 def is_cooperative(strategy: str) -> bool:
     """True for strategies whose members revoke incrementally (KIP-429)."""
     return strategy in COOPERATIVE_STRATEGIES
-
-
-def choose_protocol(member_protocols: Iterable[list[str]]) -> str | None:
-    """The strategy the broker would pick: the first of the first member's list that every member supports.
-
-    The broker chooses by votes (each member votes for its first supported
-    candidate in preference order); this helper is for tests and explanations,
-    the member itself always obeys the ``protocol_name`` the broker returns.
-    """
-    lists = [list(p) for p in member_protocols]
-    if not lists:
-        return None
-    common = set(lists[0]).intersection(*map(set, lists[1:]))
-    if not common:
-        return None
-    votes: dict[str, int] = {}
-    for prefs in lists:
-        first = next(s for s in prefs if s in common)
-        votes[first] = votes.get(first, 0) + 1
-    return max(sorted(common), key=lambda s: (votes.get(s, 0), -lists[0].index(s)))
