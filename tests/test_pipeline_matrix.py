@@ -55,6 +55,7 @@ def test_a_malformed_cell_fails_the_matrix_and_the_run_alike():
     result = MatrixResult(Path("."), verdicts=[malformed, clean])
     assert result.exit_code == 1
     assert MatrixResult(Path("."), verdicts=[clean]).exit_code == 0
+    assert MatrixResult(Path("."), verdicts=[clean], interrupted=True).exit_code == 130
     row = next(line for line in summary_table(result).splitlines() if "reference@0.1.0" in line)
     assert "FAIL" in row and row.endswith("malformed(1 lines)")
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 from pathlib import Path
 
 from conformance import config
 from conformance.errors import UsageError
 from conformance.members.spec import MemberSpec, parse_specs
 from conformance.scenarios.catalog import get_scenario, scenario_names
-from conformance.scenarios.matrix import build_cells, run_matrix, summary_table
+from conformance.scenarios.matrix import MatrixInterrupted, build_cells, run_matrix, summary_table
 from conformance.scenarios.runner import Cell
 
 
@@ -34,7 +35,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.set_defaults(func=reproduce)
 
 
-def _finish(result) -> int:
+def _run(cells: list[Cell], runs_dir: Path | None, spark_master: str | None, label: str = "matrix") -> int:
+    """Run and judge ``cells``; print the closing table, also after Ctrl-C (exit 130)."""
+    try:
+        result = run_matrix(cells, runs_dir, spark_master, label=label)
+    except MatrixInterrupted as stop:
+        result = stop.result
+        print("conformance: interrupted; every process the run started has been stopped; "
+              "the cells that ran are judged below", file=sys.stderr)
     print(summary_table(result))
     return result.exit_code
 
@@ -45,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     specs = parse_specs(args.clients) if args.clients else [MemberSpec.parse(s) for s in config.DEFAULT_MIX]
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
     cells = build_cells(args.scenario or list(config.DEFAULT_SCENARIOS), specs, args.broker, seed)
-    return _finish(run_matrix(cells, args.runs_dir, args.spark_master))
+    return _run(cells, args.runs_dir, args.spark_master)
 
 
 def cells_from_manifests(path: Path) -> list[Cell]:
@@ -67,4 +75,4 @@ def cells_from_manifests(path: Path) -> list[Cell]:
 
 def reproduce(args: argparse.Namespace) -> int:
     cells = cells_from_manifests(args.run_dir)
-    return _finish(run_matrix(cells, args.runs_dir, args.spark_master, label="reproduce"))
+    return _run(cells, args.runs_dir, args.spark_master, label="reproduce")

@@ -3,11 +3,13 @@
 Guarantees: each cell runs in its own run directory under
 ``<runs>/<run-id>/runs/<cell-id>/``; the matrix directory gets ``summary.json``
 and the reports even when a cell fails or the run is interrupted (the cells
-that finished are judged; the interrupted one is marked incomplete). The exit
-status is 0 when every verdict passes, 1 when any cell did not pass (an
-invariant violated or unknown, or input lines that could not be used: the
-report's rule, :func:`conformance.pipeline.matrix.cell_passed`), 2 on a
-suite error.
+that finished are judged; the interrupted one is marked incomplete), and then
+the interrupt goes on to the caller as :class:`MatrixInterrupted`, which
+carries that result. The exit status is 0 when every verdict passes, 1 when
+any cell did not pass (an invariant violated or unknown, or input lines that
+could not be used: the report's rule,
+:func:`conformance.pipeline.matrix.cell_passed`), 2 on a suite error, 130 when
+interrupted.
 """
 
 from __future__ import annotations
@@ -62,11 +64,23 @@ class MatrixResult:
 
     @property
     def exit_code(self) -> int:
+        if self.interrupted:
+            return 130
         if self.errors and not self.verdicts:
             return 2
-        if any(not cell_passed(v) for v in self.verdicts) or self.interrupted:
+        if any(not cell_passed(v) for v in self.verdicts):
             return 1
         return 2 if self.errors else 0
+
+
+class MatrixInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`run_matrix`, raised once the cells that ran are judged and
+    ``summary.json`` is written; ``result`` is what was judged. A KeyboardInterrupt, so a
+    caller that does not look for it stops as it would on Ctrl-C."""
+
+    def __init__(self, result: MatrixResult) -> None:
+        super().__init__(f"interrupted; partial verdicts in {result.path}")
+        self.result = result
 
 
 def build_cells(scenarios: list[str], specs: list[MemberSpec], broker: str, seed: int) -> list[Cell]:
@@ -75,7 +89,9 @@ def build_cells(scenarios: list[str], specs: list[MemberSpec], broker: str, seed
 
 def run_matrix(cells: list[Cell], runs_dir: Path | None = None, spark_master: str | None = None,
                label: str = "matrix") -> MatrixResult:
-    """Run every cell, judge them together, write summary and reports."""
+    """Run every cell, judge them together, write summary and reports.
+
+    Raises :class:`MatrixInterrupted` (after judging what ran) on Ctrl-C."""
     root = Path(runs_dir or config.RUNS_DIR) / new_run_id(label)
     (root / "runs").mkdir(parents=True, exist_ok=True)
     result = MatrixResult(root)
@@ -111,6 +127,8 @@ def run_matrix(cells: list[Cell], runs_dir: Path | None = None, spark_master: st
             result.errors.append("interrupted while judging: verdicts are missing")
         finally:
             write_summary(result)
+    if result.interrupted:
+        raise MatrixInterrupted(result)
     return result
 
 
