@@ -40,7 +40,7 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from conformance.history import COMMON_FIELDS, EVENT_FIELDS
 from conformance.nemesis import FAULTS, PHASES
@@ -224,15 +224,20 @@ def _history_problem(F):
     return expr
 
 
-def read_histories(spark, files: list[dict], tmp: Path):
+def read_histories(spark, files: list[dict], tmp: Path, keep: Callable | None = None):
     """(events, malformed) DataFrames from every member history file, by Spark.
 
-    The text is read and parsed once and staged as Parquet (``tmp/lines``),
+    The text is read and parsed once. Without ``keep`` the parsed lines are
+    staged as Parquet (``tmp/lines``, a Spark job run before this returns),
     partitioned by ``kind`` (good, bad, blank): the good partition holds the
     events in their final columns (plus ``uri``, ``_part`` and ``problem``,
     which the events schema does not read), so :func:`place_staged` makes it
     the events table by a rename, not a rewrite; malformed lines are a cheap
-    read of the bad partition. None for events when there is no history.
+    read of the bad partition. With ``keep`` (small batches: e.g.
+    :func:`conformance.pipeline.derived.pin`) the parsed lines are ``keep(lines)``
+    and nothing runs before this returns: the parse happens when a later job
+    first needs the lines, while the driver goes on defining what reads them.
+    None for events when there is no history.
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -276,15 +281,20 @@ def read_histories(spark, files: list[dict], tmp: Path):
     lines = parsed.select(*event_columns, "uri", "_part", "problem", kind.alias("kind"))
     lines_schema = lines.schema
     events_schema = StructType(lines_schema.fields[:len(event_columns)])
-    staged = tmp / "lines"
-    lines.write.mode("overwrite").partitionBy("kind").parquet(str(staged))
-    lines = read_back(spark, str(staged), lines_schema)
+    if keep is not None:
+        lines = keep(lines)
+    else:
+        staged = tmp / "lines"
+        lines.write.mode("overwrite").partitionBy("kind").parquet(str(staged))
+        lines = read_back(spark, str(staged), lines_schema)
     splits = lines.groupBy("uri", "_part").agg(F.min("line").alias("_first"), F.count("*").alias("_n"))
     splits = splits.withColumn("_before", F.coalesce(F.sum("_n").over(
         Window.partitionBy("uri").orderBy("_first").rowsBetween(Window.unboundedPreceding, -1)), F.lit(0)))
     malformed = (lines.where(F.col("kind") == "bad")
                  .join(broadcast(splits), ["uri", "_part"])
                  .select("run", "file", (F.col("line") - F.col("_first") + F.col("_before") + 1).alias("line"), "problem"))
+    if keep is not None:
+        return lines.where(F.col("kind") == "good").select(*events_schema.fieldNames()), malformed
     good = staged / "kind=good"
     events = read_back(spark, str(good), events_schema) if good.is_dir() else None
     return events, malformed
@@ -330,11 +340,13 @@ TABLE_NAMES = ("cells", "members", "topics", "nemesis", "frames", "subscriptions
                "events", "malformed")
 
 
-def build(spark, run_dirs: list[Path], out_dir: Path) -> tuple[dict, dict[str, str], dict[str, str]]:
+def build(spark, run_dirs: list[Path], out_dir: Path,
+          keep: Callable | None = None) -> tuple[dict, dict[str, str], dict[str, str]]:
     """The typed input tables as DataFrames (name -> DataFrame, in TABLE_NAMES order), the run id
     of each run directory, and the tables already staged as Parquet (name -> directory: the events,
-    unless there are none) that :func:`place_staged` moves under ``out_dir/tables`` at the end.
-    Nothing is written under ``out_dir/tables`` yet (:func:`write_tables` writes the others).
+    unless there are none or ``keep`` is given) that :func:`place_staged` moves under
+    ``out_dir/tables`` at the end. Nothing is written under ``out_dir/tables`` yet
+    (:func:`write_tables` writes the others). ``keep``: see :func:`read_histories`.
     """
     out_dir = Path(out_dir)
     tables_dir = out_dir / "tables"
@@ -351,14 +363,14 @@ def build(spark, run_dirs: list[Path], out_dir: Path) -> tuple[dict, dict[str, s
         "assignments": (st.assignments, schemas.ASSIGNMENTS), "commits": (st.commits, schemas.COMMITS),
     }
     # The histories' parse (a Spark job) runs while the driver defines the other tables.
-    histories = run_in_thread(lambda: read_histories(spark, st.files, tmp))
+    histories = run_in_thread(lambda: read_histories(spark, st.files, tmp, keep))
     tables: dict = {}
     for name, (rows, schema) in staged.items():
         src = tmp / f"{name}.jsonl"
         _write_jsonl(src, rows)
         tables[name] = spark.read.schema(schema).json(str(src))
     events, hist_malformed = histories.result()
-    staged_tables = {} if events is None else {"events": str(tmp / "lines" / "kind=good")}
+    staged_tables = {} if events is None or keep is not None else {"events": str(tmp / "lines" / "kind=good")}
     tables["events"] = spark.createDataFrame([], _events_schema()) if events is None else events
     py_malformed = tmp / "malformed.jsonl"
     _write_jsonl(py_malformed, st.malformed)

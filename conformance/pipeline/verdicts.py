@@ -208,8 +208,10 @@ def _judge(spark, run_dirs: list[Path], out_dir: Path, clock: "Phases", phases: 
 def _judge_in_memory(spark, run_dirs: list[Path], out_dir: Path, clock: "Phases", phases: dict | None) -> list[dict]:
     """Small batches: every table is computed once into memory (one partition each) and the checks
     run while the tables are written as Parquet, concurrently (the driver builds and plans the
-    checks' queries while the executors write)."""
-    inputs, run_ids, staged = ingest.build(spark, [Path(p) for p in run_dirs], out_dir)
+    checks' queries while the executors write). No Spark job runs before the writes start: the
+    histories are parsed by the first job that needs them (:func:`ingest.read_histories` with
+    ``keep``), not staged as Parquet while the driver waits."""
+    inputs, run_ids, staged = ingest.build(spark, [Path(p) for p in run_dirs], out_dir, derived.pin)
     t = derived.in_memory(inputs, derived.pin)
     t.pin_shared = True
     clock.lap("ingest")
