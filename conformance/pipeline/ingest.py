@@ -41,6 +41,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
+from urllib.parse import unquote, urlsplit
 
 from conformance.history import COMMON_FIELDS, EVENT_FIELDS
 from conformance.nemesis import FAULTS, PHASES
@@ -191,6 +192,11 @@ def _write_jsonl(path: Path, rows: list[dict]) -> None:
             fh.write(json.dumps(row, separators=(",", ":")) + "\n")
 
 
+def _path_of_uri(uri: str) -> str:
+    """The local path a file URI names (``file:/a%20b`` -> ``/a b``; '+' stays '+')."""
+    return unquote(urlsplit(uri).path)
+
+
 def _history_problem(F):
     """A Spark column: why a parsed history line is unusable, or null when it is fine."""
     j = F.col("j")
@@ -230,7 +236,7 @@ def read_histories(spark, files: list[dict], tmp: Path, keep: Callable | None = 
     The text is read and parsed once. Without ``keep`` the parsed lines are
     staged as Parquet (``tmp/lines``, a Spark job run before this returns),
     partitioned by ``kind`` (good, bad, blank): the good partition holds the
-    events in their final columns (plus ``uri``, ``_part`` and ``problem``,
+    events in their final columns (plus ``_part`` and ``problem``,
     which the events schema does not read), so :func:`place_staged` makes it
     the events table by a rename, not a rewrite; malformed lines are a cheap
     read of the bad partition. With ``keep`` (small batches: e.g.
@@ -244,15 +250,23 @@ def read_histories(spark, files: list[dict], tmp: Path, keep: Callable | None = 
     from pyspark.sql.types import StructType
 
     files_path = tmp / "files.jsonl"
+    if not files:
+        _write_jsonl(files_path, files)
+        return None, spark.read.schema(schemas.MALFORMED).json(str(files_path)).limit(0)
+    text = spark.read.text([f["uri"] for f in files])
+    # input_file_name() names each line's file as the scan listed it: a URI (space -> %20, '+'
+    # kept). The scan's own list (inputFiles(), no job) gives the same strings, decoded here once
+    # per file, so lines meet their files on the string itself. Should a listed name not decode
+    # to a path asked for, every line's name is decoded instead (protecting '+' from form decoding).
+    listed = {_path_of_uri(u): u for u in text.inputFiles()}
+    if all(f["uri"] in listed for f in files):
+        files = [{**f, "uri": listed[f["uri"]]} for f in files]
+        line_uri = F.input_file_name()
+    else:
+        line_uri = F.regexp_replace(F.url_decode(F.regexp_replace(F.input_file_name(), "\\+", "%2B")), "^file:(//)?", "")
     _write_jsonl(files_path, files)
     files_df = spark.read.schema(schemas.FILES).json(str(files_path))
-    if not files:
-        return None, spark.read.schema(schemas.MALFORMED).json(str(files_path)).limit(0)
-    # input_file_name() is a URI (space -> %20, '+' kept): decode it back to the path we asked for,
-    # protecting '+' from form decoding.
-    path_of_uri = F.regexp_replace(F.url_decode(F.regexp_replace(F.input_file_name(), "\\+", "%2B")), "^file:(//)?", "")
-    raw = (spark.read.text([f["uri"] for f in files])
-           .withColumn("uri", path_of_uri)
+    raw = (text.withColumn("uri", line_uri)
            .withColumn("_id", F.monotonically_increasing_id())
            .withColumn("_part", F.spark_partition_id()))
     # No shuffle of the text: ``_id`` increases with the line within a file (Spark reads each split in
@@ -264,9 +278,9 @@ def read_histories(spark, files: list[dict], tmp: Path, keep: Callable | None = 
     # The files (a row each) are broadcast even in a small batch, where :func:`broadcast` drops
     # hints: a sort-merge join would shuffle every history line (two more stages in the parse job).
     parsed = (raw.join(F.broadcast(files_df), "uri")
-              .select("uri", "_id", "_part", "run", "file", "value",
+              .select("_id", "_part", "run", "file", "value",
                       F.explode(F.array(F.from_json("value", schemas.HISTORY_JSON, {"mode": "PERMISSIVE"}))).alias("j")))
-    parsed = parsed.select("uri", "_id", "_part", "run", "file", (F.trim("value") == "").alias("_blank"), "j",
+    parsed = parsed.select("_id", "_part", "run", "file", (F.trim("value") == "").alias("_blank"), "j",
                            _history_problem(F).alias("problem"))
     parsed = parsed.withColumn("j", F.when(F.col("problem").isNull(), F.col("j")))
     tp = F.transform(F.col("j.partitions"), lambda a: F.struct(a[0].alias("topic"), a[1].cast("int").alias("partition")))
@@ -278,7 +292,7 @@ def read_histories(spark, files: list[dict], tmp: Path, keep: Callable | None = 
         F.col("j.partition").cast("int").alias("partition"), "j.first_offset", "j.last_offset", "j.count",
         offs.alias("offsets"), "j.error", "j.fatal"]
     kind = F.when(F.col("_blank"), "blank").when(F.col("problem").isNotNull(), "bad").otherwise("good")
-    lines = parsed.select(*event_columns, "uri", "_part", "problem", kind.alias("kind"))
+    lines = parsed.select(*event_columns, "_part", "problem", kind.alias("kind"))
     lines_schema = lines.schema
     events_schema = StructType(lines_schema.fields[:len(event_columns)])
     if keep is not None:
@@ -287,11 +301,11 @@ def read_histories(spark, files: list[dict], tmp: Path, keep: Callable | None = 
         staged = tmp / "lines"
         lines.write.mode("overwrite").partitionBy("kind").parquet(str(staged))
         lines = read_back(spark, str(staged), lines_schema)
-    splits = lines.groupBy("uri", "_part").agg(F.min("line").alias("_first"), F.count("*").alias("_n"))
+    splits = lines.groupBy("run", "file", "_part").agg(F.min("line").alias("_first"), F.count("*").alias("_n"))
     splits = splits.withColumn("_before", F.coalesce(F.sum("_n").over(
-        Window.partitionBy("uri").orderBy("_first").rowsBetween(Window.unboundedPreceding, -1)), F.lit(0)))
+        Window.partitionBy("run", "file").orderBy("_first").rowsBetween(Window.unboundedPreceding, -1)), F.lit(0)))
     malformed = (lines.where(F.col("kind") == "bad")
-                 .join(broadcast(splits), ["uri", "_part"])
+                 .join(broadcast(splits), ["run", "file", "_part"])
                  .select("run", "file", (F.col("line") - F.col("_first") + F.col("_before") + 1).alias("line"), "problem"))
     if keep is not None:
         return lines.where(F.col("kind") == "good").select(*events_schema.fieldNames()), malformed
