@@ -28,7 +28,8 @@ def get_session(master: str | None = None, small: bool = False):
     ``small``: the first use judges small inputs; a session started now on
     a local master gets ``config.PIPELINE_SMALL_DRIVER_JAVA_OPTIONS`` and what
     :mod:`conformance.pipeline.driver_jvm` provides once setup built it (a plan
-    rule, a class archive). Any session started on a local master gets the
+    rule, a class archive); one started on a local master for large inputs gets
+    ``config.PIPELINE_LARGE_DRIVER_JAVA_OPTIONS``. Any session started on a local master gets the
     driver jar on its class path. It changes nothing for a session that already runs.
     """
     global _session, _master
@@ -53,9 +54,9 @@ def get_session(master: str | None = None, small: bool = False):
                     builder = builder.config(key, value)
             if wanted.startswith("local"):
                 extra = driver_jvm.session_conf(small)
-                if small:
-                    options = f"{config.PIPELINE_SMALL_DRIVER_JAVA_OPTIONS} {extra.get('spark.driver.extraJavaOptions', '')}"
-                    extra["spark.driver.extraJavaOptions"] = options.strip()
+                options = config.PIPELINE_SMALL_DRIVER_JAVA_OPTIONS if small else config.PIPELINE_LARGE_DRIVER_JAVA_OPTIONS
+                options = f"{options} {extra.get('spark.driver.extraJavaOptions', '')}"
+                extra["spark.driver.extraJavaOptions"] = options.strip()
                 for key, value in extra.items():
                     builder = builder.config(key, value)
             _session = builder.getOrCreate()
