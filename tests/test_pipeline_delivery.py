@@ -28,10 +28,10 @@ def spark():
 
 
 def _judge(spark, produced: list[Range], consumed: list[Range]) -> list[dict]:
-    rows = [(r, t, p, f, l, ts, "produced") for r, t, p, f, l, ts in produced]
-    rows += [(r, t, p, f, l, ts, "consumed") for r, t, p, f, l, ts in consumed]
+    rows = [(r, t, p, f, l, ts, "produced", "producer") for r, t, p, f, l, ts in produced]
+    rows += [(r, t, p, f, l, ts, "consumed", "m1") for r, t, p, f, l, ts in consumed]
     events = spark.createDataFrame(rows, "run string, topic string, partition int, first_offset long, "
-                                         "last_offset long, ts double, event string")
+                                         "last_offset long, ts double, event string, member string")
     t = Tables(*[events] * 10)
     t.events = events
     return sorted(check_d1(t), key=lambda v: (v["run"], v["partitions"]))

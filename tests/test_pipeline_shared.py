@@ -1,5 +1,5 @@
 """Tables.shared: pieces several checks need are built once per Tables, nested pieces do not deadlock,
-pinned in memory (one partition) only when asked, and released."""
+pinned in memory (one partition) only when asked, heavy ones persisted otherwise, and released."""
 
 from __future__ import annotations
 
@@ -62,3 +62,18 @@ def test_threads_share_one_pinned_build_and_release_forgets(spark):
     t.release_shared()
     t.shared("p", build)
     assert len(builds) == 2   # forgotten after release
+
+
+def test_heavy_pieces_are_persisted_unpinned_and_dropped_on_release(spark):
+    t = _tables(spark)
+    heavy = t.shared("heavy", lambda: spark.range(6), heavy=True)
+    light = t.shared("light", lambda: spark.range(6))
+    assert heavy.is_cached and not is_pinned(heavy)      # computed once, read by every query
+    assert not light.is_cached
+    assert heavy.count() == 6
+    t.release_shared()
+    assert not heavy.is_cached                          # dropped, not left in the cache manager
+    t.pin_shared = True                                 # small batches pin instead
+    pinned = t.shared("heavy", lambda: spark.range(6), heavy=True)
+    assert is_pinned(pinned) and not pinned.is_cached
+    t.release_shared()

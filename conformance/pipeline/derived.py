@@ -61,22 +61,33 @@ class Tables:
     _shared: dict = field(default_factory=dict, repr=False)
     _shared_lock: Any = field(default_factory=threading.RLock, repr=False)  # re-entrant: pieces build on pieces
 
-    def shared(self, name: str, build: Callable[[], DataFrame]) -> DataFrame:
+    def shared(self, name: str, build: Callable[[], DataFrame], heavy: bool = False) -> DataFrame:
         """The DataFrame ``build()`` makes, built once per Tables and ``name`` and then reused by every
         check asking for it (pinned in memory when ``pin_shared``), so that pieces several checks
-        need (the leader's view, complete generations, duplicates, ...) are computed once."""
+        need (the leader's view, complete generations, duplicates, ...) are defined once.
+
+        Unpinned, each query reading a piece computes it again (each check prunes it differently,
+        so Spark cannot reuse one computation); ``heavy`` pieces (those that grow with the events,
+        e.g. a window over every consumed range) are then persisted instead: computed by the first
+        query that reads them, read by the others, dropped by :meth:`release_shared`."""
         with self._shared_lock:
             df = self._shared.get(name)
             if df is None:
                 df = build()
                 if self.pin_shared:
                     df = pin(df)
+                elif heavy:
+                    df = df.persist()
                 self._shared[name] = df
             return df
 
     def release_shared(self) -> None:
-        """Forget the shared pieces (pinned ones are then freed by Spark, see :func:`pin`)."""
+        """Forget the shared pieces (pinned ones are then freed by Spark, see :func:`pin`;
+        persisted ones are dropped now)."""
         with self._shared_lock:
+            for df in self._shared.values():
+                if df.is_cached:
+                    df.unpersist()
             self._shared.clear()
 
     def collect(self, df: DataFrame) -> list:

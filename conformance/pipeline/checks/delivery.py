@@ -29,23 +29,40 @@ from conformance.pipeline.ingest import broadcast
 _TP = ["run", "topic", "partition"]
 
 
-def uncovered(ranges, within):
-    """The offsets of each (run, topic, partition) that no range of ``ranges`` covers: rows (run,
-    topic, partition, g_first, g_last), a null g_first or g_last standing for no bound. A partition
-    that has rows in ``within`` but none in ``ranges`` is uncovered from end to end.
+def consumed_order(t: Tables):
+    """Every consumed range with what was consumed before it in its (run, topic, partition), in order
+    of first offset, then time: ``prev_max``, the highest offset of the ranges before it (null for
+    the first), and ``prev_ts``, when that offset was consumed. One sort of the consumed ranges,
+    built once and shared by D1's gaps and D3's duplicates (persisted in large batches)."""
+    return t.shared("consumed_order", lambda: _build_consumed_order(t), heavy=True)
 
-    One sort of ``ranges`` by first offset: a gap opens before a range that starts past the highest
-    offset covered so far. Gaps are few where ranges are many (consumption is mostly contiguous), so
-    what is judged against them (every produced range) needs no sort or shuffle of its own.
+
+def _build_consumed_order(t: Tables):
+    c = t.events.where(F.col("event") == "consumed").select("run", "member", "ts", "topic", "partition",
+                                                            "first_offset", "last_offset")
+    w = Window.partitionBy(*_TP).orderBy("first_offset", "ts")
+    grow = w.rowsBetween(Window.unboundedPreceding, 0)   # incremental; lag() then gives "before this row"
+    return (c.withColumn("_run_max", F.max("last_offset").over(grow))
+            .withColumn("_run_ts", F.max_by("ts", "last_offset").over(grow))
+            .withColumn("prev_max", F.lag("_run_max").over(w))
+            .withColumn("prev_ts", F.lag("_run_ts").over(w))
+            .drop("_run_max", "_run_ts"))
+
+
+def uncovered(ordered, within):
+    """The offsets of each (run, topic, partition) that no range of ``ordered`` (ranges with
+    ``prev_max``, see :func:`consumed_order`) covers: rows (run, topic, partition, g_first, g_last),
+    a null g_first or g_last standing for no bound. A partition that has rows in ``within`` but none
+    in ``ordered`` is uncovered from end to end.
+
+    A gap opens before a range that starts past the highest offset covered so far (ranges with equal
+    first offsets may come in any order: only the first of them can open a gap). Gaps are few where
+    ranges are many (consumption is mostly contiguous), so what is judged against them (every
+    produced range) needs no sort or shuffle of its own.
     """
-    w = Window.partitionBy(*_TP).orderBy("first_offset", "last_offset")
-    # Growing frames only (unbounded preceding .. current row): Spark computes them incrementally;
-    # lag() of the running max is then the max over the rows before this one.
-    prev_max = F.lag(F.max("last_offset").over(w.rowsBetween(Window.unboundedPreceding, 0))).over(w)
-    inner = (ranges.select(*_TP, "first_offset", prev_max.alias("prev_max"))
-             .where(F.col("first_offset") > F.col("prev_max") + 1)
+    inner = (ordered.where(F.col("first_offset") > F.col("prev_max") + 1)
              .select(*_TP, (F.col("prev_max") + 1).alias("g_first"), (F.col("first_offset") - 1).alias("g_last")))
-    ends = ranges.groupBy(*_TP).agg(F.min("first_offset").alias("lo"), F.max("last_offset").alias("hi"))
+    ends = ordered.groupBy(*_TP).agg(F.min("first_offset").alias("lo"), F.max("last_offset").alias("hi"))
     none = F.lit(None).cast("long")
     head = ends.select(*_TP, none.alias("g_first"), (F.col("lo") - 1).alias("g_last"))
     tail = ends.select(*_TP, (F.col("hi") + 1).alias("g_first"), none.alias("g_last"))
@@ -56,8 +73,7 @@ def uncovered(ranges, within):
 
 def check_d1(t: Tables) -> list[dict]:
     produced = t.events.where(F.col("event") == "produced").select(*_TP, "first_offset", "last_offset", "ts")
-    consumed = t.events.where(F.col("event") == "consumed").select(*_TP, "first_offset", "last_offset")
-    gaps = broadcast(uncovered(consumed, produced))
+    gaps = broadcast(uncovered(consumed_order(t), produced))
     # A produced range is consumed at least once exactly when it meets no gap.
     meets = ((F.col("g_first").isNull() | (F.col("last_offset") >= F.col("g_first")))
              & (F.col("g_last").isNull() | (F.col("first_offset") <= F.col("g_last"))))
@@ -115,15 +131,7 @@ def duplicates(t: Tables):
 
 
 def _build_duplicates(t: Tables):
-    c = t.events.where(F.col("event") == "consumed").select("run", "member", "ts", "topic", "partition",
-                                                            "first_offset", "last_offset")
-    w = Window.partitionBy("run", "topic", "partition").orderBy("first_offset", "ts")
-    grow = w.rowsBetween(Window.unboundedPreceding, 0)   # incremental; lag() then gives "before this row"
-    c = (c.withColumn("_run_max", F.max("last_offset").over(grow))
-         .withColumn("_run_ts", F.max_by("ts", "last_offset").over(grow))
-         .withColumn("prev_max", F.lag("_run_max").over(w))
-         .withColumn("prev_ts", F.lag("_run_ts").over(w)))
-    dup = c.where(F.col("prev_max") >= F.col("first_offset")).withColumn(
+    dup = consumed_order(t).where(F.col("prev_max") >= F.col("first_offset")).withColumn(
         "dups", F.least("last_offset", "prev_max") - F.col("first_offset") + 1)
     gens = t.generations.select("run", "generation", "join_ts")
     last_gen = (dup.join(gens, "run", "left").where(F.col("join_ts").isNull() | (F.col("join_ts") <= F.col("ts")))
