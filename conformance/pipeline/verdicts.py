@@ -210,12 +210,12 @@ def _judge_in_memory(spark, run_dirs: list[Path], out_dir: Path, clock: "Phases"
     run while the tables are written as Parquet, concurrently (the driver builds and plans the
     checks' queries while the executors write). No Spark job runs before the writes start: the
     histories are parsed by the first job that needs them (:func:`ingest.read_histories` with
-    ``keep``), not staged as Parquet while the driver waits."""
-    inputs, run_ids, staged = ingest.build(spark, [Path(p) for p in run_dirs], out_dir, derived.pin)
+    ``keep``), not staged as Parquet while the driver waits, so every table is written here."""
+    inputs, run_ids, _nothing_staged = ingest.build(spark, [Path(p) for p in run_dirs], out_dir, derived.pin)
     t = derived.in_memory(inputs, derived.pin)
     t.pin_shared = True
     clock.lap("ingest")
-    tables = {name: getattr(t, name) for name in (*ingest.TABLE_NAMES, *_DERIVED_WRITTEN) if name not in staged}
+    tables = {name: getattr(t, name) for name in (*ingest.TABLE_NAMES, *_DERIVED_WRITTEN)}
     writing = run_in_thread(lambda: ingest.write_tables(tables, out_dir / "tables"))
     try:
         result = _check(spark, t, run_ids, clock, phases, config.PIPELINE_SMALL_RESULT_TASKS)
@@ -224,7 +224,6 @@ def _judge_in_memory(spark, run_dirs: list[Path], out_dir: Path, clock: "Phases"
     finally:
         writing.wait()
         t.release_shared()
-    ingest.place_staged(staged, out_dir / "tables")
     _write_verdicts(result, out_dir)
     return result
 
