@@ -144,10 +144,14 @@ PIPELINE_SMALL_RESULT_TASKS: int = 2
 #: than 200 (the Tier3 thresholds a tenth of their defaults): a small judge's JVM lives ~10 s and most
 #: of Spark's code runs a few dozen times in it, so compiling early moves work from the interpreter
 #: to the compiler threads, which use an otherwise idle core (small real run: 8.95 -> 8.83 s and
-#: 9.60 -> 9.14 s means over 6 alternating pairs each, in a calm and a busy hour).
+#: 9.60 -> 9.14 s means over 6 alternating pairs each, in a calm and a busy hour). One compiler
+#: thread, not the two the JVM picks for 2 cores: once the executors and the driver keep both cores
+#: busy, a second compiler thread takes CPU from them (real 5-member run, 6 MB of input: faster in
+#: 12 of 14 pairs in both orders, 12.34 -> 11.70 s and 12.18 -> 11.82 s means; compiler CPU 4.2 -> 3.8 s).
 PIPELINE_SMALL_DRIVER_JAVA_OPTIONS: str = ("-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=240m"
                                            " -XX:Tier3InvocationThreshold=15 -XX:Tier3MinInvocationThreshold=8"
-                                           " -XX:Tier3CompileThreshold=150 -XX:Tier3BackEdgeThreshold=4000")
+                                           " -XX:Tier3CompileThreshold=150 -XX:Tier3BackEdgeThreshold=4000"
+                                           " -XX:CICompilerCount=1")
 #: Driver JVM flags when a process's session is first started for a large batch on a local master:
 #: the optimising compiler (C2) takes a method after 10x the default calls and loops. At 10M events
 #: it compiled 57-61 CPU-s of a ~250 CPU-s judge on 2 cores, competing with the executor threads,
