@@ -32,7 +32,7 @@ from pyspark.sql.types import StructType
 
 from conformance import config
 from conformance.pipeline.ingest import TABLE_NAMES, read_back, with_incarnation
-from conformance.pipeline.parallel import run_all
+from conformance.pipeline.parallel import run_all_or_raise
 
 
 @dataclass
@@ -148,11 +148,7 @@ def in_memory(inputs: dict[str, DataFrame], keep: Callable[[DataFrame], DataFram
 
 def _keep_all(tables: dict[str, DataFrame], keep: Callable[[DataFrame], DataFrame]) -> dict[str, DataFrame]:
     """``keep`` of every table (name -> kept DataFrame), concurrently; raises the first failure."""
-    kept = run_all([lambda df=df: keep(df) for df in tables.values()])
-    for df in kept:
-        if isinstance(df, BaseException):
-            raise df
-    return dict(zip(tables, kept))
+    return dict(zip(tables, run_all_or_raise([lambda df=df: keep(df) for df in tables.values()])))
 
 
 def load_first(t: Tables) -> Tables:

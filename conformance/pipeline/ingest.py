@@ -47,7 +47,7 @@ from conformance.history import COMMON_FIELDS, EVENT_FIELDS
 from conformance.nemesis import FAULTS, PHASES
 from conformance.pipeline import schemas
 from conformance.pipeline.manifest import TIMING_FIELDS, read_manifest
-from conformance.pipeline.parallel import run_all, run_in_thread
+from conformance.pipeline.parallel import run_all_or_raise, run_in_thread
 from conformance.pipeline.wire import decode_wire
 
 
@@ -404,9 +404,7 @@ def write_tables(tables: dict, tables_dir: Path) -> dict[str, str]:
     paths = {name: str(Path(tables_dir) / name) for name in tables}
     writes = [lambda name=name, df=df: (df.coalesce(1) if name in _ONE_FILE else df).write.mode("overwrite")
               .parquet(paths[name]) for name, df in tables.items()]
-    for result in run_all(writes):
-        if isinstance(result, BaseException):
-            raise result
+    run_all_or_raise(writes)
     return paths
 
 

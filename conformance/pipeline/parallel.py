@@ -31,6 +31,15 @@ def run_all(tasks: Sequence[Callable[[], T]], threads: int | None = None) -> lis
         return list(pool.map(guarded, tasks))
 
 
+def run_all_or_raise(tasks: Sequence[Callable[[], T]], threads: int | None = None) -> list[T]:
+    """:func:`run_all`, then the first exception (in task order) raised once every task has ended."""
+    results = run_all(tasks, threads)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return results
+
+
 class Background:
     """One call running in a daemon thread: :meth:`result` waits and returns or raises its outcome."""
 

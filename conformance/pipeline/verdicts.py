@@ -49,7 +49,7 @@ from conformance import config
 from conformance.pipeline import derived, ingest, metrics
 from conformance.pipeline.batch import CollectBatcher
 from conformance.pipeline.checks import CATALOG
-from conformance.pipeline.parallel import run_all, run_in_thread
+from conformance.pipeline.parallel import run_all_or_raise, run_in_thread
 from conformance.pipeline.session import get_session, name_jobs, restore_names
 
 
@@ -80,9 +80,7 @@ def _materialize(spark, t: derived.Tables, tables_dir: Path) -> None:
         written = [name for name in wave if name in _DERIVED_WRITTEN]
         tasks = [lambda name=name: getattr(t, name).write.mode("overwrite").parquet(str(tables_dir / name))
                  for name in written]
-        for result in run_all(tasks):
-            if isinstance(result, BaseException):
-                raise result
+        run_all_or_raise(tasks)
         for name in written:
             setattr(t, name, ingest.read_back(spark, str(tables_dir / name), getattr(t, name).schema))
 
