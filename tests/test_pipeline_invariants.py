@@ -69,7 +69,7 @@ EXPECTED = {
                               "cooperative assignor"]),
     "d1": ("D1", ["90-99"]),
     "d2": ("D2", ["went back from 50"]),
-    "d2-stale": ("D2", ["from generation 1 after generation 2"]),
+    "d2-stale": ("D2", ["the broker accepted m1's commit of t-0 from generation 1 after generation 2 had formed"]),
     "d3": ("D3", ["again with no rebalance or fault"]),
     "v1": ("V1", ["fatal error"]),
     "v1-hang": ("V1", ["m2 never stopped (crashed or hung)"]),

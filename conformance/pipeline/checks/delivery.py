@@ -101,13 +101,10 @@ def check_d2(t: Tables) -> list[dict]:
     back = (ok.withColumn("prev_offset", F.lag("offset").over(w)).withColumn("prev_member", F.lag("member").over(w))
             .withColumn("prev_ts", F.lag("ts").over(w))
             .where(F.col("offset") < F.col("prev_offset")))
-    joins = t.frames.where((F.col("api") == "JoinGroup") & (F.col("direction") == "response")
-                           & (F.coalesce("error_code", F.lit(0)) == 0) & F.col("generation").isNotNull()).select(
-        "run", F.col("ts").alias("j_ts"), F.col("generation").alias("current"))
-    stale = (ok.where(F.col("generation") >= 0).join(joins, "run").where(F.col("j_ts") < F.col("ts"))
-             .groupBy("run", "member", "line", "ts", "generation")
-             .agg(F.max("current").alias("current"), F.collect_list(F.struct("topic", "partition")).alias("tps"))
-             .where(F.col("generation") < F.col("current")))
+    stale = (ok.where(F.col("generation") >= 0).join(broadcast(_formed(t)), "run")
+             .withColumn("current", _formed_before(F.col("ts"))).where(F.col("generation") < F.col("current"))
+             .groupBy("run", "member", "line", "ts", "generation", "current")
+             .agg(F.collect_list(F.struct("topic", "partition")).alias("tps")))
     back, stale = t.collect_many(back, stale)
     out = [violation("D2", r["run"], f"committed offset of {r['topic']}-{r['partition']} went back from "
                      f"{r['prev_offset']} ({r['prev_member']}) to {r['offset']} ({r['member']})",
@@ -122,6 +119,20 @@ def check_d2(t: Tables) -> list[dict]:
                              members=[r["member"]], generation=r["generation"], partitions=parts, ts=r["ts"],
                              evidence={"wire_line": r["line"], "current_generation": r["current"]}))
     return out
+
+
+def _formed(t: Tables):
+    """Per run, every generation a successful JoinGroup response formed: ``formed``, (ts, generation) pairs.
+    A handful per run, so each commit can look up what had formed before it (:func:`_formed_before`)
+    without a join that repeats the commit once per generation."""
+    return (t.frames.where((F.col("api") == "JoinGroup") & (F.col("direction") == "response")
+                           & (F.coalesce("error_code", F.lit(0)) == 0) & F.col("generation").isNotNull())
+            .groupBy("run").agg(F.collect_list(F.struct("ts", "generation")).alias("formed")))
+
+
+def _formed_before(ts):
+    """The highest generation of ``formed`` (see :func:`_formed`) whose response came strictly before ``ts``; null if none."""
+    return F.array_max(F.transform(F.filter("formed", lambda j: j["ts"] < ts), lambda j: j["generation"]))
 
 
 def duplicates(t: Tables):
