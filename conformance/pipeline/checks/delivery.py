@@ -180,15 +180,20 @@ def check_d3(t: Tables) -> list[dict]:
                       evidence={"first_consumed_ts": r["prev_ts"], "duplicates": r["dups"]}) for r in bad]
 
 
+def observation(t: Tables):
+    """Per run, V1's window: its timing bounds (:func:`common.timing`), ``run_end_ts``, ``since``
+    (the last fault, else the first event) and ``eval_ts``, the end of observation: the first
+    ``stopped`` after ``since`` (the runner's shutdown), else the run end. One pass over the events."""
+    seen = t.events.groupBy("run").agg(F.min("ts").alias("first_ts"),
+                                       F.collect_list(F.when(F.col("event") == "stopped", F.col("ts"))).alias("_stops"))
+    return (timing(t.cells).join(t.run_end, "run").join(seen, "run", "left")
+            .withColumn("since", F.coalesce("last_fault_ts", "first_ts"))
+            .withColumn("first_stop", F.array_min(F.filter("_stops", lambda ts: ts > F.col("since")))).drop("_stops")
+            .withColumn("eval_ts", F.least(F.coalesce("first_stop", "run_end_ts"), "run_end_ts")))
+
+
 def check_v1(t: Tables) -> list[dict]:
-    tm = timing(t.cells)
-    start = t.events.groupBy("run").agg(F.min("ts").alias("first_ts"))
-    base = (tm.join(t.run_end, "run").join(start, "run", "left")
-            .withColumn("since", F.coalesce("last_fault_ts", "first_ts")))
-    stops = (t.events.where(F.col("event") == "stopped").select("run", F.col("ts").alias("stop_ts"))
-             .join(base.select("run", "since"), "run").where(F.col("stop_ts") > F.col("since"))
-             .groupBy("run").agg(F.min("stop_ts").alias("first_stop")))
-    base = base.join(stops, "run", "left").withColumn("eval_ts", F.least(F.coalesce("first_stop", "run_end_ts"), "run_end_ts"))
+    base = observation(t)
     held = (t.partitions.join(base.select("run", "eval_ts", "since"), "run")
             .join(t.ownership.select("run", "topic", "partition", "member", "start_ts", "end_ts"),
                   ["run", "topic", "partition"], "left")
