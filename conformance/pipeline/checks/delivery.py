@@ -122,12 +122,11 @@ def check_d2(t: Tables) -> list[dict]:
 
 
 def _formed(t: Tables):
-    """Per run, every generation a successful JoinGroup response formed: ``formed``, (ts, generation) pairs.
-    A handful per run, so each commit can look up what had formed before it (:func:`_formed_before`)
-    without a join that repeats the commit once per generation."""
-    return (t.frames.where((F.col("api") == "JoinGroup") & (F.col("direction") == "response")
-                           & (F.coalesce("error_code", F.lit(0)) == 0) & F.col("generation").isNotNull())
-            .groupBy("run").agg(F.collect_list(F.struct("ts", "generation")).alias("formed")))
+    """Per run, every generation its first successful JoinGroup response formed (``t.generations``):
+    ``formed``, (ts, generation) pairs. A handful per run, so each commit can look up what had formed
+    before it (:func:`_formed_before`) without a join that repeats the commit once per generation."""
+    return t.generations.groupBy("run").agg(F.collect_list(F.struct(F.col("join_ts").alias("ts"), "generation"))
+                                            .alias("formed"))
 
 
 def _formed_before(ts):
