@@ -110,6 +110,10 @@ SPARK_CONF: dict[str, str] = {
     # The staged history lines are written partitioned by kind (good, bad, blank): one writer
     # per kind in each task, rather than sorting every line by kind first.
     "spark.sql.maxConcurrentOutputFileWriters": "3",
+    # PySpark records the Python call site of every Column operation (JVM round trips and a stack
+    # walk: ~1 ms per operation, measured) when the first operation of the process runs on a thread with an
+    # active session; off, the pipeline's speed no longer depends on which thread that is.
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
 SPARK_LOG_LEVEL: str = "WARN"
 #: Inputs (histories + wire captures) up to this many bytes are judged as a small batch: the
