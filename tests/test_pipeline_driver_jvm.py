@@ -71,6 +71,47 @@ def test_rule_drops_only_shuffles_that_move_nothing_and_keeps_every_row(jar):
     assert len(ruled["inner_then_left"]["rows"]) > 1000
 
 
+_SESSION_PROBE = """
+import json, sys
+from pyspark.sql import SparkSession
+from conformance.pipeline import session
+b = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+for k, v in json.loads(sys.argv[1]).items():
+    b = b.config(k, v)
+s = session._without_mllib_functions(b) if sys.argv[2] == "helper" else b.getOrCreate()
+jvm = s._jvm
+internal = getattr(getattr(jvm.org.apache.spark.sql.catalyst.analysis, "FunctionRegistry$"), "MODULE$").internal()
+print("RESULT " + json.dumps({
+    "mllib_functions": "vector_to_array" in internal.listFunction().toString(),
+    "rule": "SmallBatchRules" in s._jsparkSession.sessionState().columnarRules().toString(),
+    "loader": jvm.java.lang.Thread.currentThread().getContextClassLoader().getClass().getName(),
+    "sum": s.range(5).groupBy().sum().first()[0]}))
+"""
+
+
+def _session_probe(conf: dict[str, str], how: str) -> dict:
+    done = subprocess.run([sys.executable, "-c", _SESSION_PROBE, json.dumps(conf), how], capture_output=True, text=True,
+                          timeout=300)
+    line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
+    assert line, done.stderr[-3000:]
+    return json.loads(line[len("RESULT "):])
+
+
+def test_a_session_built_with_the_jar_leaves_out_mllib_functions_only(jar):
+    conf = {"spark.driver.extraClassPath": str(jar), "spark.sql.extensions": driver_jvm.RULES_CLASS}
+    stock = _session_probe(conf, "stock")
+    helped = _session_probe(conf, "helper")
+    assert stock["mllib_functions"] is True            # what stock Spark registers, and the helper leaves out
+    assert helped["mllib_functions"] is False
+    assert helped["rule"] is stock["rule"] is True     # extensions named in the settings still load
+    assert helped["loader"] == stock["loader"]         # the thread gets its own class loader back
+    assert helped["sum"] == stock["sum"] == 10
+
+
+def test_without_the_jar_the_session_is_stock():
+    assert _session_probe({}, "helper")["mllib_functions"] is True
+
+
 def test_jar_is_rebuilt_only_when_stale(tmp_path, monkeypatch):
     sources = []
     for original in driver_jvm.SOURCES:

@@ -1,4 +1,5 @@
-"""What the Spark driver JVM gets beyond stock Spark: a jar (a plan rule, the batcher's combined action) and a class archive.
+"""What the Spark driver JVM gets beyond stock Spark: a jar (a plan rule, the batcher's combined action, a
+leaner session start) and a class archive.
 
 Both are built by ``conformance setup`` into ``config.SPARK_DRIVER_DIR`` and
 are accelerators only: without them (setup not run, no ``javac``, another
@@ -16,6 +17,11 @@ on the class path of every driver started on a local master. It holds:
 - **Combined action** (``CollectUnion``): builds the batcher's union of the
   checks' queries without analysing each query again
   (:class:`conformance.pipeline.batch.CollectBatcher`).
+- **Session without MLlib's SQL functions** (``WithoutMllibFunctions``): a
+  context class loader under which the session being built does not load the
+  MLlib jar's session extension, whose functions (``vector_to_array``, ...)
+  start Scala's runtime reflection: ~0.5 CPU-s of every driver's start, used by
+  no check (:func:`conformance.pipeline.session.get_session`).
 - **Class archive** (class data sharing): a fresh JVM spends much of a small
   judge loading and verifying Spark's classes. Setup judges the hand-made
   cooperative story once with ``-XX:ArchiveClassesAtExit`` (rule jar on the

@@ -30,7 +30,8 @@ def get_session(master: str | None = None, small: bool = False):
     :mod:`conformance.pipeline.driver_jvm` provides once setup built it (a plan
     rule, a class archive); one started on a local master for large inputs gets
     ``config.PIPELINE_LARGE_DRIVER_JAVA_OPTIONS``. Any session started on a local master gets the
-    driver jar on its class path. It changes nothing for a session that already runs.
+    driver jar on its class path, and is then built without MLlib's SQL functions
+    (:func:`_without_mllib_functions`). It changes nothing for a session that already runs.
     """
     global _session, _master
     wanted = master or config.SPARK_MASTER
@@ -59,7 +60,7 @@ def get_session(master: str | None = None, small: bool = False):
                 extra["spark.driver.extraJavaOptions"] = options.strip()
                 for key, value in extra.items():
                     builder = builder.config(key, value)
-            _session = builder.getOrCreate()
+            _session = _without_mllib_functions(builder)
             jvm_lookups.remember(_session.sparkContext._jvm)
             _session.sparkContext.setLogLevel(config.SPARK_LOG_LEVEL)
         except Exception as exc:  # JVM missing, master unreachable, ...
@@ -68,9 +69,30 @@ def get_session(master: str | None = None, small: bool = False):
         return _session
 
 
+def _without_mllib_functions(builder):
+    """``builder.getOrCreate()``, the session being built without MLlib's SQL functions when the
+    driver jar is on the class path (``jvm/WithoutMllibFunctions.java``: their registration starts
+    Scala's runtime reflection, ~0.5 CPU-s of the driver's start, and no check uses them). The
+    SparkContext is started first, as ``getOrCreate`` would, so that the helper can be found; the
+    session is then built on the same JVM thread (PySpark pins each Python thread to one)."""
+    from pyspark import SparkConf, SparkContext
+
+    conf = SparkConf()
+    for key, value in builder._options.items():
+        conf.set(key, value)
+    helper = jar_class(SparkContext.getOrCreate(conf), "WithoutMllibFunctions")
+    if helper is None:
+        return builder.getOrCreate()
+    previous = helper.install()
+    try:
+        return builder.getOrCreate()
+    finally:
+        helper.restore(previous)
+
+
 def jar_class(spark, name: str):
     """The class ``conformance.pipeline.<name>`` of the driver jar (:mod:`conformance.pipeline.driver_jvm`),
-    or None when the session's driver does not have the jar on its class path."""
+    or None when the driver of ``spark`` (a SparkSession or SparkContext) does not have the jar on its class path."""
     from py4j.java_gateway import JavaClass
 
     found = getattr(spark._jvm.conformance.pipeline, name)
