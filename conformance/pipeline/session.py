@@ -71,8 +71,9 @@ def get_session(master: str | None = None, small: bool = False):
 
 def _without_mllib_functions(builder):
     """``builder.getOrCreate()``, the session being built without MLlib's SQL functions when the
-    driver jar is on the class path (``jvm/WithoutMllibFunctions.java``: their registration starts
-    Scala's runtime reflection, ~0.5 CPU-s of the driver's start, and no check uses them). The
+    driver jar is on the class path (``jvm/WithoutMllibFunctions.java``: no check uses them, and
+    registering them starts Scala's runtime reflection, ~0.5 CPU-s on the critical path of the
+    driver's start; the first JSON parse starts it later, on an executor thread). The
     SparkContext is started first, as ``getOrCreate`` would, so that the helper can be found; the
     session is then built on the same JVM thread (PySpark pins each Python thread to one)."""
     from pyspark import SparkConf, SparkContext

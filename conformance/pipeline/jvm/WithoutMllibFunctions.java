@@ -13,10 +13,11 @@ import java.util.List;
  * <p>A Spark session, as it is built, asks {@link java.util.ServiceLoader} (through the thread's
  * context class loader) for every session extension provider its class path declares. The MLlib
  * jar declares one, which registers MLlib's SQL functions ({@code vector_to_array},
- * {@code array_to_vector}); building those starts Scala's runtime reflection, ~0.5 CPU-s of a
- * fresh driver's start that nothing else in the conformance pipeline needs. This loader delegates
- * everything to its parent, except that it leaves the MLlib jar's declaration out of the provider
- * lists it returns. It defines no class itself.
+ * {@code array_to_vector}), which no check uses. Building them starts Scala's runtime reflection:
+ * ~0.5 CPU-s on the single thread that starts a fresh driver. (The pipeline's first JSON parse
+ * starts it anyway, later, on an executor thread that runs beside the driver's planning.) This
+ * loader delegates everything to its parent, except that it leaves the MLlib jar's declaration out
+ * of the provider lists it returns. It defines no class itself.
  *
  * <p>Use: {@link #install()} on the thread that builds the session, then {@link #restore} with
  * what it returned, once the session exists.
