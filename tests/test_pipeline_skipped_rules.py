@@ -65,10 +65,7 @@ def _plans(spark, run_dir, out_dir) -> list[str]:
 def test_skipping_them_changes_no_plan(spark, tmp_path):
     run = cooperative_story(tmp_path / "runs", "skipped-rules")
     kept = _plans(spark, run, tmp_path / "a")
-    spark.conf.set(_RULES, ",".join(config.PIPELINE_SMALL_SKIPPED_RULES))
-    try:
+    with sql_conf(spark, {_RULES: ",".join(config.PIPELINE_SMALL_SKIPPED_RULES)}):
         skipped = _plans(spark, run, tmp_path / "b")
-    finally:
-        spark.conf.unset(_RULES)
     assert len(kept) == len(skipped) >= 35
     assert kept == skipped
