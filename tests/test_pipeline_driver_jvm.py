@@ -34,10 +34,19 @@ pin = lambda d: d.coalesce(1).localCheckpoint(eager=False)
 c, d, e = pin(df), pin(df.select("a", F.col("b").alias("b2"))), pin(df.select("id", "b", (F.col("id") * 2).alias("x")))
 inner_then_left = c.join(d, "a").join(e, ["id", "b"], "left")                 # the shape the planner reshuffles
 union_then_agg = c.unionByName(c).groupBy("a").count()                         # two partitions: must stay shuffled
+wide = pin(df.select("id", F.when(F.col("a") > 2, F.col("id").cast("string")).alias("s"),
+                     F.array("a", "b").alias("arr"), F.struct("a", F.col("b").cast("string").alias("t")).alias("st")))
+scans = wide.where(F.col("id") % 3 == 0).select("s", "arr", "st").orderBy("s", "arr")   # stored unsafe rows
+python_rows = (s.createDataFrame([(i, str(i) if i % 2 else None, [i, i]) for i in range(40)], "i long, s string, l array<long>")
+               .groupBy("s").agg(F.sum("i"), F.collect_list("l")).orderBy("s"))      # rows of another kind
 out = {}
-for name, q in (("inner_then_left", inner_then_left), ("union_then_agg", union_then_agg)):
-    plan = q._jdf.queryExecution().executedPlan().toString()
-    out[name] = {"shuffles": plan.count("Exchange hashpartitioning"), "rows": sorted(map(list, q.collect()))}
+for name, q in (("inner_then_left", inner_then_left), ("union_then_agg", union_then_agg), ("scans", scans),
+                ("python_rows", python_rows)):
+    executed = q._jdf.queryExecution().executedPlan()
+    plan = executed.toString()
+    leaves = executed.collectLeaves()
+    out[name] = {"shuffles": plan.count("Exchange hashpartitioning"), "rows": json.loads(json.dumps(q.collect())),
+                 "leaves": sorted({leaves.apply(i).getClass().getSimpleName() for i in range(leaves.size())})}
 print("RESULT " + json.dumps(out))
 """
 
@@ -67,8 +76,19 @@ def test_rule_drops_only_shuffles_that_move_nothing_and_keeps_every_row(jar):
     assert stock["inner_then_left"]["shuffles"] == 2          # what the rule is for
     assert ruled["inner_then_left"]["shuffles"] == 0
     assert ruled["union_then_agg"]["shuffles"] == stock["union_then_agg"]["shuffles"] == 1
-    assert ruled == {k: {**v, "shuffles": ruled[k]["shuffles"]} for k, v in stock.items()}   # same rows
+    assert {k: v["rows"] for k, v in ruled.items()} == {k: v["rows"] for k, v in stock.items()}   # same rows
     assert len(ruled["inner_then_left"]["rows"]) > 1000
+
+
+def test_rule_scans_existing_rdds_without_copying_and_keeps_every_row(jar):
+    stock = _probe({})
+    ruled = _probe({"spark.driver.extraClassPath": str(jar), "spark.sql.extensions": driver_jvm.RULES_CLASS})
+    for name in ("inner_then_left", "scans", "python_rows"):
+        assert stock[name]["leaves"] == ["RDDScanExec"], name
+        assert ruled[name]["leaves"] == ["PinnedScanExec"], name      # what the rule is for
+        assert ruled[name]["rows"] == stock[name]["rows"], name      # pinned rows handed on, Python rows projected
+    assert len(ruled["scans"]["rows"]) == 100 and len(ruled["python_rows"]["rows"]) == 21
+    assert any(r[0] is None for r in ruled["scans"]["rows"]) and any(r[0] is None for r in ruled["python_rows"]["rows"])
 
 
 _SESSION_PROBE = """
@@ -113,12 +133,15 @@ def test_without_the_jar_the_session_is_stock():
 
 
 def test_jar_is_rebuilt_only_when_stale(tmp_path, monkeypatch):
-    sources = []
-    for original in driver_jvm.SOURCES:
-        sources.append(tmp_path / original.name)
-        sources[-1].write_bytes(original.read_bytes())
-    monkeypatch.setattr(driver_jvm, "SOURCES", tuple(sources))
-    source = sources[-1]
+    copies = {}
+    for kind in ("SOURCES", "SCALA_SOURCES"):
+        copies[kind] = []
+        for original in getattr(driver_jvm, kind):
+            copies[kind].append(tmp_path / original.name)
+            copies[kind][-1].write_bytes(original.read_bytes())
+        monkeypatch.setattr(driver_jvm, kind, tuple(copies[kind]))
+    assert copies["SCALA_SOURCES"]
+    source = copies["SCALA_SOURCES"][-1]   # a Scala source counts as much as a Java one
     monkeypatch.setattr(config, "SPARK_DRIVER_DIR", tmp_path / "driver")
     jar = driver_jvm.ensure_rules_jar()
     before = jar.stat().st_mtime_ns

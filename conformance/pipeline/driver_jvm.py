@@ -6,14 +6,20 @@ are accelerators only: without them (setup not run, no ``javac``, another
 JDK, a reinstalled pyspark) a judge runs as before, slower, with the same
 verdicts.
 
-The jar (``jvm/*.java``, compiled against the interpreter's pyspark jars) is
-on the class path of every driver started on a local master. It holds:
+The jar (``jvm/*.scala`` compiled by the Scala compiler pyspark ships, then
+``jvm/*.java``, both against the interpreter's pyspark jars) is on the class
+path of every driver started on a local master. It holds:
 
 - **Plan rule** (``SmallBatchRules``), a session extension of small judges
-  only: it drops the shuffles
+  only. It drops the shuffles
   Spark's planner adds between one-partition inputs and one-partition outputs
   (small batches keep every table in one partition). Such a shuffle moves rows
   from one partition to one partition in order, so dropping it changes no row.
+  It also plans scans of pinned tables as ``PinnedScanExec`` (Scala: Java
+  cannot subclass Spark's plan nodes), which hands the stored rows on where
+  Spark's scan copies every row, every column, for every query reading the
+  table (interpreted without code generation: the largest single cost of
+  the checks' combined action on a real run).
 - **Combined action** (``CollectUnion``): builds the batcher's union of the
   checks' queries without analysing each query again
   (:class:`conformance.pipeline.batch.CollectBatcher`).
@@ -59,6 +65,9 @@ from conformance.errors import SuiteError
 DUMP_ENV = "CONFORMANCE_SPARK_CLASS_DUMP"
 #: The Java sources of the rule jar (the plan rule and :mod:`conformance.pipeline.batch`'s combined action).
 SOURCES = tuple(sorted((Path(__file__).parent / "jvm").glob("*.java")))
+#: The Scala sources of the rule jar (plan nodes: Java cannot subclass Spark's generic tree classes),
+#: compiled first, by the Scala compiler pyspark ships, so that the Java sources can use them.
+SCALA_SOURCES = tuple(sorted((Path(__file__).parent / "jvm").glob("*.scala")))
 RULES_CLASS = "conformance.pipeline.SmallBatchRules"
 _QUIET = "-Xlog:cds=off,cds+dynamic=off"
 
@@ -135,7 +144,7 @@ def _newer_than(path: Path | None, *sources: Path) -> bool:
 
 
 def _jar_ready(jar: Path | None) -> bool:
-    return _newer_than(jar, *SOURCES, _jars_dir())
+    return _newer_than(jar, *SOURCES, *SCALA_SOURCES, _jars_dir())
 
 
 def _archive_ready(archive: Path | None, jar: Path | None) -> bool:
@@ -175,8 +184,12 @@ def ensure_rules_jar() -> Path | None:
     with tempfile.TemporaryDirectory(prefix="rules-", dir=jar.parent) as work:
         classes = Path(work) / "classes"
         built = Path(work) / "rules.jar"
-        for cmd in ([str(javac), "--release", "17", "-nowarn", "-d", str(classes), "-cp", str(_jars_dir() / "*"),
-                     *map(str, SOURCES)],
+        classes.mkdir()
+        scalac = [[str(_java()), "-cp", str(_jars_dir() / "*"), "scala.tools.nsc.Main", "-usejavacp", "-nowarn",
+                   "-d", str(classes), *map(str, SCALA_SOURCES)]] if SCALA_SOURCES else []
+        for cmd in (*scalac,
+                    [str(javac), "--release", "17", "-nowarn", "-d", str(classes),
+                     "-cp", os.pathsep.join([str(classes), str(_jars_dir() / "*")]), *map(str, SOURCES)],
                     [str(jar_tool), "cf", str(built), "-C", str(classes), "."]):
             done = subprocess.run(cmd, capture_output=True, text=True)
             if done.returncode != 0:

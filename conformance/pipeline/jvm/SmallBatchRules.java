@@ -4,6 +4,7 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.SparkSessionExtensions;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.execution.ColumnarRule;
+import org.apache.spark.sql.execution.RDDScanExec;
 import org.apache.spark.sql.execution.SparkPlan;
 import org.apache.spark.sql.execution.exchange.ENSURE_REQUIREMENTS$;
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec;
@@ -22,6 +23,9 @@ import scala.runtime.BoxedUnit;
  * Small batches keep every table in one partition, yet the planner reshuffles both sides of a
  * join whose input is an inner join of one-partition tables (their partitioning is then a
  * collection, which its single-partition shortcut does not recognise).
+ *
+ * <p>It also plans every scan of an existing RDD as a {@link PinnedScanExec}, which hands the
+ * pinned tables' stored rows on without copying each one.
  */
 public final class SmallBatchRules extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
 
@@ -41,7 +45,45 @@ public final class SmallBatchRules extends AbstractFunction1<SparkSessionExtensi
     static final class Rules extends ColumnarRule {
         @Override
         public Rule<SparkPlan> preColumnarTransitions() {
-            return new DropTrivialShuffles();
+            return new SmallBatchPlan();
+        }
+    }
+
+    /** Both rewrites of a small batch's physical plan. */
+    static final class SmallBatchPlan extends Rule<SparkPlan> {
+        private final DropTrivialShuffles shuffles = new DropTrivialShuffles();
+        private final PinScans scans = new PinScans();
+
+        @Override
+        public SparkPlan apply(SparkPlan plan) {
+            return scans.apply(shuffles.apply(plan));
+        }
+    }
+
+    /** Every {@link RDDScanExec} (exactly that class) becomes a {@link PinnedScanExec}. */
+    static final class PinScans extends Rule<SparkPlan> {
+        static boolean plain(SparkPlan plan) {
+            return plan.getClass() == RDDScanExec.class;
+        }
+
+        @Override
+        public SparkPlan apply(SparkPlan plan) {
+            return plan.transformUp(new AbstractPartialFunction<SparkPlan, SparkPlan>() {
+                @Override
+                public boolean isDefinedAt(SparkPlan node) {
+                    return plain(node);
+                }
+
+                @Override
+                public <A1 extends SparkPlan, B1> B1 applyOrElse(A1 node, Function1<A1, B1> otherwise) {
+                    if (plain(node)) {
+                        @SuppressWarnings("unchecked")
+                        B1 pinned = (B1) PinnedScanExec.of((RDDScanExec) node);
+                        return pinned;
+                    }
+                    return otherwise.apply(node);
+                }
+            });
         }
     }
 
