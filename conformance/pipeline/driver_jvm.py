@@ -66,7 +66,8 @@ DUMP_ENV = "CONFORMANCE_SPARK_CLASS_DUMP"
 #: The Java sources of the rule jar (the plan rule and :mod:`conformance.pipeline.batch`'s combined action).
 SOURCES = tuple(sorted((Path(__file__).parent / "jvm").glob("*.java")))
 #: The Scala sources of the rule jar (plan nodes: Java cannot subclass Spark's generic tree classes),
-#: compiled first, by the Scala compiler pyspark ships, so that the Java sources can use them.
+#: compiled first, by the Scala compiler pyspark ships (reading the Java sources for their types),
+#: so that the Java sources can use them.
 SCALA_SOURCES = tuple(sorted((Path(__file__).parent / "jvm").glob("*.scala")))
 RULES_CLASS = "conformance.pipeline.SmallBatchRules"
 _QUIET = "-Xlog:cds=off,cds+dynamic=off"
@@ -186,7 +187,7 @@ def ensure_rules_jar() -> Path | None:
         built = Path(work) / "rules.jar"
         classes.mkdir()
         scalac = [[str(_java()), "-cp", str(_jars_dir() / "*"), "scala.tools.nsc.Main", "-usejavacp", "-nowarn",
-                   "-d", str(classes), *map(str, SCALA_SOURCES)]] if SCALA_SOURCES else []
+                   "-d", str(classes), *map(str, SCALA_SOURCES), *map(str, SOURCES)]] if SCALA_SOURCES else []
         for cmd in (*scalac,
                     [str(javac), "--release", "17", "-nowarn", "-d", str(classes),
                      "-cp", os.pathsep.join([str(classes), str(_jars_dir() / "*")]), *map(str, SOURCES)],

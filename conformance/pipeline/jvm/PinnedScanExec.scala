@@ -31,7 +31,7 @@ class PinnedScanExec(output: Seq[Attribute], rdd: RDD[InternalRow], name: String
     val numOutputRows = longMetric("numOutputRows")
     val schema = this.schema
     val width = output.length
-    rdd.mapPartitionsWithIndex({ (index, rows) =>
+    PinnedRows.mapPartitions(rdd, { (index: AnyRef, rows: Iterator[InternalRow]) =>
       var projection: UnsafeProjection = null
       rows.map { row =>
         numOutputRows += 1
@@ -40,12 +40,12 @@ class PinnedScanExec(output: Seq[Attribute], rdd: RDD[InternalRow], name: String
           case other =>
             if (projection == null) {
               projection = UnsafeProjection.create(schema)
-              projection.initialize(index)
+              projection.initialize(index.asInstanceOf[Integer].intValue)
             }
             projection(other)
         }
       }
-    }, preservesPartitioning = false)
+    })
   }
 
   // A parent keeps a rewritten child only when it differs from the old one.
