@@ -60,62 +60,53 @@ public final class SmallBatchRules extends AbstractFunction1<SparkSessionExtensi
         }
     }
 
-    /** Every {@link RDDScanExec} (exactly that class) becomes a {@link PinnedScanExec}. */
-    static final class PinScans extends Rule<SparkPlan> {
-        static boolean plain(SparkPlan plan) {
-            return plan.getClass() == RDDScanExec.class;
-        }
+    /** A rule that replaces, bottom up, each node for which {@link #rewrite} gives a replacement. */
+    abstract static class NodeRewrite extends Rule<SparkPlan> {
+        /** The node's replacement, or null to keep it. */
+        abstract SparkPlan rewrite(SparkPlan node);
 
         @Override
         public SparkPlan apply(SparkPlan plan) {
             return plan.transformUp(new AbstractPartialFunction<SparkPlan, SparkPlan>() {
                 @Override
                 public boolean isDefinedAt(SparkPlan node) {
-                    return plain(node);
+                    return rewrite(node) != null;
                 }
 
                 @Override
                 public <A1 extends SparkPlan, B1> B1 applyOrElse(A1 node, Function1<A1, B1> otherwise) {
-                    if (plain(node)) {
-                        @SuppressWarnings("unchecked")
-                        B1 pinned = (B1) PinnedScanExec.of((RDDScanExec) node);
-                        return pinned;
+                    SparkPlan replacement = rewrite(node);
+                    if (replacement == null) {
+                        return otherwise.apply(node);
                     }
-                    return otherwise.apply(node);
+                    @SuppressWarnings("unchecked")
+                    B1 replaced = (B1) replacement;
+                    return replaced;
                 }
             });
         }
     }
 
-    static final class DropTrivialShuffles extends Rule<SparkPlan> {
-        static boolean trivial(SparkPlan plan) {
-            if (!(plan instanceof ShuffleExchangeExec)) {
-                return false;
+    /** Every {@link RDDScanExec} (exactly that class) becomes a {@link PinnedScanExec}. */
+    static final class PinScans extends NodeRewrite {
+        @Override
+        SparkPlan rewrite(SparkPlan node) {
+            return node.getClass() == RDDScanExec.class ? PinnedScanExec.of((RDDScanExec) node) : null;
+        }
+    }
+
+    /** Every shuffle that moves one partition to one partition, inserted for a requirement, becomes its child. */
+    static final class DropTrivialShuffles extends NodeRewrite {
+        @Override
+        SparkPlan rewrite(SparkPlan node) {
+            if (!(node instanceof ShuffleExchangeExec)) {
+                return null;
             }
-            ShuffleExchangeExec shuffle = (ShuffleExchangeExec) plan;
-            return shuffle.shuffleOrigin() == ENSURE_REQUIREMENTS$.MODULE$
+            ShuffleExchangeExec shuffle = (ShuffleExchangeExec) node;
+            boolean trivial = shuffle.shuffleOrigin() == ENSURE_REQUIREMENTS$.MODULE$
                 && shuffle.outputPartitioning().numPartitions() == 1
                 && shuffle.child().outputPartitioning().numPartitions() == 1;
-        }
-
-        @Override
-        public SparkPlan apply(SparkPlan plan) {
-            return plan.transformUp(new AbstractPartialFunction<SparkPlan, SparkPlan>() {
-                @Override
-                public boolean isDefinedAt(SparkPlan node) {
-                    return trivial(node);
-                }
-
-                @Override
-                public <A1 extends SparkPlan, B1> B1 applyOrElse(A1 node, Function1<A1, B1> otherwise) {
-                    if (trivial(node)) {
-                        @SuppressWarnings("unchecked")
-                        B1 child = (B1) ((ShuffleExchangeExec) node).child();
-                        return child;
-                    }
-                    return otherwise.apply(node);
-                }
-            });
+            return trivial ? shuffle.child() : null;
         }
     }
 }
