@@ -85,15 +85,18 @@ def check_e5(t: Tables) -> list[dict]:
     coop_members = (t.members.where(F.col("strategies")[0].isin(*config.COOPERATIVE_ASSIGNORS))
                     .join(t.cells.where(F.coalesce("expected_protocol", F.lit("cooperative")) == "cooperative")
                           .select("run"), "run").select("run", "member"))
-    req = (t.subscriptions.where((F.col("source") == "request") & F.col("decode_error").isNull()
-                                 & (F.col("version") >= 1) & F.col("protocol_name").isin(*config.COOPERATIVE_ASSIGNORS))
-           .join(coop_members, ["run", "member"])
-           .join(timing(t.cells).select("run", "heartbeat_ms"), "run")
-           .select("run", "member", "line", "ts", "owned", "heartbeat_ms"))
+    # Each read more than once below: built once.
+    req = t.shared("e5-requests", lambda: t.subscriptions.where(
+        (F.col("source") == "request") & F.col("decode_error").isNull() & (F.col("version") >= 1)
+        & F.col("protocol_name").isin(*config.COOPERATIVE_ASSIGNORS))
+        .join(coop_members, ["run", "member"])
+        .join(timing(t.cells).select("run", "heartbeat_ms"), "run")
+        .select("run", "member", "line", "ts", "owned", "heartbeat_ms"))
     own = t.ownership.select("run", "member", "topic", "partition", F.col("start_ts").alias("o_start"),
                              F.col("end_ts").alias("o_end"))
-    declared = req.select("run", "member", "line", "ts", "heartbeat_ms", F.explode("owned").alias("tp")).select(
-        "run", "member", "line", "ts", "heartbeat_ms", "tp.topic", "tp.partition")
+    declared = t.shared("e5-declared", lambda: req.select(
+        "run", "member", "line", "ts", "heartbeat_ms", F.explode("owned").alias("tp")).select(
+        "run", "member", "line", "ts", "heartbeat_ms", "tp.topic", "tp.partition"))
     possibly = (declared.join(own, ["run", "member", "topic", "partition"])
                 .where((F.col("o_start") <= F.col("ts") + F.col("heartbeat_ms"))
                        & (F.col("o_end") >= F.col("ts") - F.col("heartbeat_ms")))

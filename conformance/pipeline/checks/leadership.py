@@ -86,7 +86,9 @@ def check_l1(t: Tables) -> list[dict]:
     view = generation_member_ids(t).withColumnRenamed("ids", "view")
     sync = leader_sync(t).groupBy("run", "generation").agg(F.collect_set("subject_member_id").alias("assigned"))
     faults = t.nemesis.where(F.col("phase") == "invoke").select("run", F.col("ts").alias("f_ts"), "target", "fault")
-    g = gens.join(view, ["run", "generation"], "left").join(sync, ["run", "generation"], "left")
+    # Read four times below: built once.
+    g = t.shared("l1-generations", lambda: gens.join(view, ["run", "generation"], "left")
+                 .join(sync, ["run", "generation"], "left"))
     window_end = F.coalesce("next_join_ts", "run_end_ts")
     during = (g.join(faults, "run")
               .where((F.col("f_ts") >= F.col("join_ts") - 1) & (F.col("f_ts") <= window_end)

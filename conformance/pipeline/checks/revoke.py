@@ -97,9 +97,11 @@ def check_r1(t: Tables) -> list[dict]:
     return out
 
 
-def _outside_fault_windows(t: Tables, df, keys: list[str], ts: str, members: list[str]):
+def _outside_fault_windows(t: Tables, name: str, df, keys: list[str], ts: str, members: list[str]):
     """The rows of ``df`` whose ``ts`` does not fall in a fault window (:func:`common.fault_windows`) of
-    one of the ``members`` columns' members, the broker or everyone; ``keys`` identify a row."""
+    one of the ``members`` columns' members, the broker or everyone; ``keys`` identify a row.
+    The answer reads ``df`` twice, so ``df`` is built once per Tables, as ``name`` (:meth:`Tables.shared`)."""
+    df = t.shared(name, lambda df=df: df)
     win = fault_windows(t)
     hit = F.col("target").isin("all", "broker")
     for m in members:
@@ -117,8 +119,8 @@ def check_r2(t: Tables) -> list[dict]:
     ov = (a.join(b, ["run", "topic", "partition"])
           .where((F.col("m1") < F.col("m2")) & (F.col("s1") < F.col("e2")) & (F.col("s2") < F.col("e1")))
           .withColumn("ov_start", F.greatest("s1", "s2")).withColumn("ov_end", F.least("e1", "e2")))
-    bad = t.collect(_outside_fault_windows(t, ov, ["run", "topic", "partition", "m1", "s1", "m2", "s2"], "ov_start",
-                                           ["m1", "m2"])
+    keys = ["run", "topic", "partition", "m1", "s1", "m2", "s2"]
+    bad = t.collect(_outside_fault_windows(t, "r2-overlaps", ov, keys, "ov_start", ["m1", "m2"])
            .groupBy("run", "m1", "m2")
            .agg(F.collect_list(F.struct("topic", "partition", "ov_start", "ov_end", "r1", "r2")).alias("cases")))
     out = []
@@ -178,7 +180,9 @@ def check_r3(t: Tables) -> list[dict]:
     again = ev.where((F.col("event") == "revoked") & (F.col("next_event") == "assigned")
                      & (F.coalesce("protocol", F.lit("cooperative")) != "eager"))
     keys = ["run", "member", "line", "topic", "partition"]
-    again = _outside_fault_windows(t, again, keys, "ts", ["member"])
+    # Read three times below: built once.
+    again = t.shared("r3-unexcused", lambda again=again: _outside_fault_windows(
+        t, "r3-revoked-then-assigned", again, keys, "ts", ["member"]))
     others = t.ownership.select("run", "topic", "partition", F.col("member").alias("other"), F.col("start_ts").alias("o_start"))
     moved = (again.join(others, ["run", "topic", "partition"])
              .where((F.col("other") != F.col("member")) & (F.col("o_start") >= F.col("ts"))
@@ -232,7 +236,9 @@ def check_r4(t: Tables) -> list[dict]:
     revokes = (revokes.join(alive_after, "run")
                .where((F.col("i_start") <= F.col("ts") + F.col("revoke_ms")) & (F.col("i_end") > F.col("ts") + F.col("revoke_ms")))
                .select("run", "member", "line", "ts", "topic", "partition", "revoke_ms").distinct())
-    revokes = _outside_fault_windows(t, revokes, ["run", "member", "line", "topic", "partition"], "ts", ["member"])
+    # Read twice below: built once.
+    revokes = t.shared("r4-unexcused", lambda revokes=revokes: _outside_fault_windows(
+        t, "r4-revokes", revokes, ["run", "member", "line", "topic", "partition"], "ts", ["member"]))
     owners = t.ownership.select("run", "topic", "partition", F.col("member").alias("new_owner"),
                                 F.col("start_ts").alias("o_start"), F.col("end_ts").alias("o_end"))
     # Reached: some member (the revoker itself after a real move counts too) owns it within the bound.
