@@ -175,8 +175,8 @@ def session_conf(small: bool = True) -> dict[str, str]:
 
 def ensure_rules_jar() -> Path | None:
     """Compile the rule jar unless a fresh one exists; its path, or None without java/javac."""
-    jar, javac, jar_tool = rules_jar(), _java("javac"), _java("jar")
-    if jar is None or javac is None or jar_tool is None:
+    jar, java, javac, jar_tool = rules_jar(), _java(), _java("javac"), _java("jar")
+    if jar is None or java is None or javac is None or jar_tool is None:
         return None
     jar.parent.mkdir(parents=True, exist_ok=True)
     _record_owner(jar.name[:-len("-rules.jar")])
@@ -186,15 +186,15 @@ def ensure_rules_jar() -> Path | None:
         classes = Path(work) / "classes"
         built = Path(work) / "rules.jar"
         classes.mkdir()
-        scalac = [[str(_java()), "-cp", str(_jars_dir() / "*"), "scala.tools.nsc.Main", "-usejavacp", "-nowarn",
-                   "-d", str(classes), *map(str, SCALA_SOURCES), *map(str, SOURCES)]] if SCALA_SOURCES else []
-        for cmd in (*scalac,
-                    [str(javac), "--release", "17", "-nowarn", "-d", str(classes),
-                     "-cp", os.pathsep.join([str(classes), str(_jars_dir() / "*")]), *map(str, SOURCES)],
-                    [str(jar_tool), "cf", str(built), "-C", str(classes), "."]):
+        steps = {"scalac": [str(java), "-cp", str(_jars_dir() / "*"), "scala.tools.nsc.Main", "-usejavacp", "-nowarn",
+                            "-d", str(classes), *map(str, SCALA_SOURCES), *map(str, SOURCES)],
+                 "javac": [str(javac), "--release", "17", "-nowarn", "-d", str(classes),
+                           "-cp", os.pathsep.join([str(classes), str(_jars_dir() / "*")]), *map(str, SOURCES)],
+                 "jar": [str(jar_tool), "cf", str(built), "-C", str(classes), "."]}
+        for step, cmd in steps.items():
             done = subprocess.run(cmd, capture_output=True, text=True)
             if done.returncode != 0:
-                raise SuiteError(f"building the Spark plan rule failed: {' '.join(cmd[:2])}: "
+                raise SuiteError(f"building the Spark plan rule failed ({step}): "
                                  f"{(done.stderr or done.stdout)[-2000:]}")
         os.replace(built, jar)
     return jar

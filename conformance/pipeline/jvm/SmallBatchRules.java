@@ -49,21 +49,26 @@ public final class SmallBatchRules extends AbstractFunction1<SparkSessionExtensi
         }
     }
 
-    /** Both rewrites of a small batch's physical plan. */
+    /**
+     * Both rewrites of a small batch's physical plan, in one bottom-up pass: a pinned scan replaces
+     * an {@link RDDScanExec} (exactly that class), and a shuffle that moves one partition to one
+     * partition, inserted for a requirement, gives way to its child.
+     */
     static final class SmallBatchPlan extends Rule<SparkPlan> {
-        private final DropTrivialShuffles shuffles = new DropTrivialShuffles();
-        private final PinScans scans = new PinScans();
-
-        @Override
-        public SparkPlan apply(SparkPlan plan) {
-            return scans.apply(shuffles.apply(plan));
-        }
-    }
-
-    /** A rule that replaces, bottom up, each node for which {@link #rewrite} gives a replacement. */
-    abstract static class NodeRewrite extends Rule<SparkPlan> {
         /** The node's replacement, or null to keep it. */
-        abstract SparkPlan rewrite(SparkPlan node);
+        static SparkPlan rewrite(SparkPlan node) {
+            if (node.getClass() == RDDScanExec.class) {
+                return PinnedScanExec.of((RDDScanExec) node);
+            }
+            if (!(node instanceof ShuffleExchangeExec)) {
+                return null;
+            }
+            ShuffleExchangeExec shuffle = (ShuffleExchangeExec) node;
+            boolean trivial = shuffle.shuffleOrigin() == ENSURE_REQUIREMENTS$.MODULE$
+                && shuffle.outputPartitioning().numPartitions() == 1
+                && shuffle.child().outputPartitioning().numPartitions() == 1;
+            return trivial ? shuffle.child() : null;
+        }
 
         @Override
         public SparkPlan apply(SparkPlan plan) {
@@ -84,29 +89,6 @@ public final class SmallBatchRules extends AbstractFunction1<SparkSessionExtensi
                     return replaced;
                 }
             });
-        }
-    }
-
-    /** Every {@link RDDScanExec} (exactly that class) becomes a {@link PinnedScanExec}. */
-    static final class PinScans extends NodeRewrite {
-        @Override
-        SparkPlan rewrite(SparkPlan node) {
-            return node.getClass() == RDDScanExec.class ? PinnedScanExec.of((RDDScanExec) node) : null;
-        }
-    }
-
-    /** Every shuffle that moves one partition to one partition, inserted for a requirement, becomes its child. */
-    static final class DropTrivialShuffles extends NodeRewrite {
-        @Override
-        SparkPlan rewrite(SparkPlan node) {
-            if (!(node instanceof ShuffleExchangeExec)) {
-                return null;
-            }
-            ShuffleExchangeExec shuffle = (ShuffleExchangeExec) node;
-            boolean trivial = shuffle.shuffleOrigin() == ENSURE_REQUIREMENTS$.MODULE$
-                && shuffle.outputPartitioning().numPartitions() == 1
-                && shuffle.child().outputPartitioning().numPartitions() == 1;
-            return trivial ? shuffle.child() : null;
         }
     }
 }
