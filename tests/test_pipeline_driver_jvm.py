@@ -70,9 +70,14 @@ def jar(tmp_path_factory) -> Path:
         config.SPARK_DRIVER_DIR = old
 
 
-def test_rule_drops_only_shuffles_that_move_nothing_and_keeps_every_row(jar):
-    stock = _probe({})
-    ruled = _probe({"spark.driver.extraClassPath": str(jar), "spark.sql.extensions": driver_jvm.RULES_CLASS})
+@pytest.fixture(scope="module")
+def probes(jar) -> tuple[dict, dict]:
+    """The probe's queries on stock Spark and with the plan rule (each a fresh driver, run once for the module)."""
+    return _probe({}), _probe({"spark.driver.extraClassPath": str(jar), "spark.sql.extensions": driver_jvm.RULES_CLASS})
+
+
+def test_rule_drops_only_shuffles_that_move_nothing_and_keeps_every_row(probes):
+    stock, ruled = probes
     assert stock["inner_then_left"]["shuffles"] == 2          # what the rule is for
     assert ruled["inner_then_left"]["shuffles"] == 0
     assert ruled["union_then_agg"]["shuffles"] == stock["union_then_agg"]["shuffles"] == 1
@@ -80,9 +85,8 @@ def test_rule_drops_only_shuffles_that_move_nothing_and_keeps_every_row(jar):
     assert len(ruled["inner_then_left"]["rows"]) > 1000
 
 
-def test_rule_scans_existing_rdds_without_copying_and_keeps_every_row(jar):
-    stock = _probe({})
-    ruled = _probe({"spark.driver.extraClassPath": str(jar), "spark.sql.extensions": driver_jvm.RULES_CLASS})
+def test_rule_scans_existing_rdds_without_copying_and_keeps_every_row(probes):
+    stock, ruled = probes
     for name in ("inner_then_left", "scans", "python_rows"):
         assert stock[name]["leaves"] == ["RDDScanExec"], name
         assert ruled[name]["leaves"] == ["PinnedScanExec"], name      # what the rule is for
