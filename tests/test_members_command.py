@@ -67,3 +67,20 @@ def test_java_harness_rejects_a_bad_config_naming_the_key(tmp_path: Path, versio
     assert proc.returncode == 2 and "unknown assignment strategy fair" in proc.stderr, proc.stderr
     event = json.loads((tmp_path / "m.jsonl").read_text().splitlines()[-1])
     assert event["event"] == "error" and event["fatal"] is True
+
+
+def test_run_sets_up_members_before_the_cluster_and_stops_at_an_unknown_version(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Every cell installs its members' clients before it starts a broker, as it installs the broker:
+    # a version that does not exist is a suite error (exit 2) naming the real ones, and no cell
+    # starts a cluster, writes a manifest or gets a verdict for it.
+    code = main(["run", "--scenario", "crash-restart", "--clients", "reference,java@9.9.9", "--seed", "3",
+                 "--runs-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 2, out
+    assert "suite error:" in out and "kafka-clients 9.9.9 does not exist on Maven Central" in out, out
+    [cell] = list(tmp_path.glob("*/runs/*"))
+    assert not (cell / "manifest.json").exists()
+    assert list((cell / "logs").iterdir()) == []
+    summary = json.loads(next(tmp_path.glob("*/summary.json")).read_text())
+    assert summary["cells"] == [] and not summary["passed"]

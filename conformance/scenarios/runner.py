@@ -5,6 +5,9 @@ member), a producer, and the members; plays the scenario's phases through the
 nemesis; stops everything; and leaves a complete run directory (manifest,
 histories, wire capture, nemesis log, logs). Guarantees:
 
+- Every member's client is installed (idempotently: milliseconds when it
+  is) before the cluster starts, as the broker is: a cell never fails
+  half-way for want of a client ``conformance setup`` was not asked for.
 - The manifest is written before the first member starts (``complete:
   false``) and rewritten at the end, so an interrupted run still has one, and
   ``conformance reproduce`` can replay any run directory.
@@ -151,6 +154,7 @@ class CellRun:
         self.nemesis: Nemesis | None = None
         self.observer: GroupObserver | None = None
         self.schedule = Schedule(self.cell.seed)
+        self._ensure_clients()
         self.start_ts = now_ms()
         self.end_ts: float | None = None
         log = NemesisLog(self.run_dir.nemesis)
@@ -180,6 +184,16 @@ class CellRun:
                 self._write_manifest(complete=finished)
                 log.close()
         return self.run_dir
+
+    def _ensure_clients(self) -> None:
+        """Install every member's client at its version unless it already is (see the module docstring)."""
+        from conformance.members.install import ensure_client
+
+        for spec in dict.fromkeys(MemberSpec(s.kind, s.version) for s in self.cell.specs):
+            started = time.monotonic()
+            ensure_client(spec)
+            if time.monotonic() - started > 1.0:
+                self.progress(f"set up {spec.label} in {time.monotonic() - started:.1f}s")
 
     def _run_phase(self, name: str, actions: tuple[Action, ...]) -> None:
         entry: dict[str, Any] = {"name": name, "start_ts": now_ms(), "end_ts": None}
