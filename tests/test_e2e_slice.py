@@ -20,7 +20,8 @@ import json
 import pytest
 
 from conformance.members.spec import parse_specs
-from conformance.scenarios.matrix import build_cells, cell_passed, run_matrix
+from conformance.pipeline.matrix import cell_passed
+from conformance.scenarios.matrix import build_cells, run_matrix
 
 # Five real cells (about 1-3 minutes each on two cores) and one judging pass.
 pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.timeout(2400)]

@@ -207,6 +207,28 @@ def test_bad_manifest_fields_are_reported_and_the_rest_judged(judged):
     assert all(i["status"] == "pass" for i in cell["invariants"].values())
 
 
+def test_a_run_cut_short_is_judged_on_what_it_observed(judged):
+    # A suite error stopped the run 50 ms after generation 2 formed: what only the scenario's end
+    # would show (delivery, the leader's SyncGroup, leadership coverage, the final protocol,
+    # convergence) is not judged, and the cell is "incomplete", never "pass", saying why.
+    cut = judged[1]["cut-short"]
+    assert {k: [v["message"] for v in i["violations"]] for k, i in cut["invariants"].items() if i["violations"]} == {}
+    assert cut["verdict"] == "incomplete"
+    assert cut["cut_short"] == "SuiteError: java@3.9.2 is not set up"
+    # The control: the same history from a run that ended fails exactly those invariants.
+    ended = judged[1]["cut-short-ended"]
+    assert ended["cut_short"] is None and ended["verdict"] == "fail"
+    assert {k for k, i in ended["invariants"].items() if i["status"] == "fail"} == {"D1", "L1", "L5", "R5", "V1"}
+    assert any("sent no SyncGroup assignments" in v["message"] for v in ended["invariants"]["L1"]["violations"])
+    assert any("had no owner at the end of observation" in v["message"]
+               for v in ended["invariants"]["V1"]["violations"])
+    # What the run did observe still fails it.
+    overlap = judged[1]["cut-short-r2"]
+    assert overlap["verdict"] == "fail"
+    assert {k for k, i in overlap["invariants"].items() if i["status"] == "fail"} == {"R2"}
+    assert judged[1]["clean"]["cut_short"] is None
+
+
 def test_metrics_of_the_clean_story(judged):
     m = judged[1]["clean"]["metrics"]
     assert m["generations"] == 3

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from conformance.pipeline.matrix import build_matrix, pairs
 from conformance.report import html, markdown
+from conformance.report import junit as jreport
 from conformance.scenarios.matrix import MatrixResult, summary_table
 
 
@@ -40,7 +42,7 @@ def test_pass_fail_flaky_and_trend_in_run_time_order():
     assert by[("4.4.0", "java@4.4.0", "sarama@1.61.1")]["status"] == "fail"      # unknown fails a cell
     assert by[("3.9.2", "java@4.4.0", "librdkafka@2.16.1")]["status"] == "pass"
     assert [r["run"] for r in m["runs"]] == ["night-1", "night-2"]
-    assert m["summary"]["entries"] == {"pass": 1, "fail": 1, "flaky": 1}
+    assert m["summary"]["entries"] == {"pass": 1, "fail": 1, "flaky": 1, "incomplete": 0}
     assert m["brokers"] == ["3.9.2", "4.4.0"]
 
 
@@ -74,3 +76,36 @@ def test_trend_in_the_markdown_summary_and_the_html():
     # One matrix run: no trend column.
     single = markdown.render(verdicts[:1], build_matrix(verdicts[:1]))
     assert "trend" not in single.lower()
+
+
+def test_a_cell_cut_short_neither_passes_nor_fails_its_pairs():
+    # A suite error stopped c2 before its scenario ended, with nothing violated: it says nothing
+    # about java x reference. It still keeps `conformance run` from exiting 0 (2: the suite's fault).
+    cut = _cell("c2", ["java@4.4.0", "reference@0.1.0"], "pass", 2000, "night-2")
+    cut["verdict"], cut["cut_short"] = "incomplete", "SuiteError: java@4.4.0 is not set up"
+    passed = _cell("c1", ["java@4.4.0", "reference@0.1.0"], "pass", 1000, "night-1")
+    lone = _cell("c3", ["java@4.4.0", "sarama@1.61.1"], "pass", 2000, "night-2")
+    lone["verdict"], lone["cut_short"] = "incomplete", "interrupted (Ctrl-C)"
+    m = build_matrix([passed, cut, lone])
+    by = {e["b"]: e for e in m["entries"]}
+    assert by["reference@0.1.0"]["status"] == "pass"
+    assert (by["reference@0.1.0"]["passes"], by["reference@0.1.0"]["fails"], by["reference@0.1.0"]["incompletes"]) \
+        == (1, 0, 1)
+    assert [t["status"] for t in by["reference@0.1.0"]["trend"]] == ["pass", "incomplete"]
+    assert by["sarama@1.61.1"]["status"] == "incomplete"
+    assert m["summary"]["passed"] == 1 and m["summary"]["failed"] == 0 and m["summary"]["incomplete"] == 2
+    assert m["summary"]["entries"] == {"pass": 1, "fail": 0, "flaky": 0, "incomplete": 1}
+    errors = ["c2: java@4.4.0 is not set up"]
+    assert MatrixResult(Path("."), verdicts=[passed, cut], errors=errors).exit_code == 2
+    failed = _cell("c4", ["java@4.4.0", "reference@0.1.0"], "fail", 3000, "night-2")
+    assert MatrixResult(Path("."), verdicts=[failed, cut], errors=errors).exit_code == 1
+    table = summary_table(MatrixResult(Path("."), verdicts=[passed, cut], errors=errors))
+    assert "INCOMPLETE" in table and "1 passed, 0 failed, 1 cut short (incomplete)" in table
+    md = markdown.render([passed, cut, lone], m)
+    assert "**2 cut short**" in md and "cut short: SuiteError: java@4.4.0 is not set up" in md
+    assert "| 4.4.0 | rolling-restart | java@4.4.0 | sarama@1.61.1 | ⏹️ incomplete |" in md
+    page = html.render([passed, cut, lone], m, {})
+    assert "cut short before its scenario ended: interrupted (Ctrl-C)" in page and "2 cut short" in page
+    junit = ET.fromstring(jreport.render([cut]))
+    [error] = [e for e in junit.iter("error") if e.get("type") == "cut-short"]
+    assert error.get("message") == "cut short: SuiteError: java@4.4.0 is not set up"

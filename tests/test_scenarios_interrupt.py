@@ -2,8 +2,9 @@
 
 Story: a run is interrupted in the middle of a cell. The suite must stop
 every process it started (broker, toxiproxy, harnesses, producer), leave
-the cell's manifest marked incomplete, write ``summary.json`` for the matrix,
-print the closing table of what it judged, and exit 130.
+the cell's manifest marked incomplete (and why), write ``summary.json`` for
+the matrix, with the cell judged "incomplete", print the closing table of
+what it judged, and exit 130.
 """
 
 from __future__ import annotations
@@ -84,6 +85,11 @@ def test_sigint_leaves_run_directory_and_no_processes(tmp_path: Path) -> None:
     sessions.discard(os.getsid(0))
     assert _alive_in_sessions(sessions) == [], f"processes outlived the run:\n{text}"
     data = json.loads(manifest.read_text())
-    assert data["complete"] is False
+    assert data["complete"] is False and data["cut_short"] == "interrupted (Ctrl-C)"
     summary = json.loads((manifest.parent.parent.parent / "summary.json").read_text())
     assert summary["interrupted"] is True
+    # The cell it cut short is judged on what it observed: incomplete, not failed for what only
+    # its scenario's end would have shown (records still unread, the final generation).
+    [cell] = summary["cells"]
+    assert cell["cut_short"] == "interrupted (Ctrl-C)"
+    assert cell["verdict"] == "incomplete", {k: i["violations"] for k, i in cell["invariants"].items() if i["violations"]}

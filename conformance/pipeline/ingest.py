@@ -105,6 +105,8 @@ def stage(run_dirs: list[Path]) -> Staged:
             "start_ts": min(starts) if starts else None, "last_fault_ts": _num(m["last_fault_ts"]),
             "end_ts": _num(m["end_ts"]), "leader_rotation": bool(m["leader_rotation"]),
             "complete": m["complete"] is not False,
+            "cut_short": (m["cut_short"] or "the manifest says the run did not finish")
+            if m["complete"] is False else None,
         })
         for mem in m["members"]:
             st.members.append({"run": run, "member": mem["name"], "spec": mem["spec"], "kind": mem["kind"],

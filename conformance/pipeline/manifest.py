@@ -28,6 +28,7 @@ _SCALARS: dict[str, tuple[tuple[type, ...], str]] = {
     "end_ts": ((int, float), "a number"),
     "leader_rotation": ((bool,), "true or false"),
     "complete": ((bool,), "true or false"),
+    "cut_short": ((str,), "a string"),
 }
 #: Member fields: name -> (accepted types, description); lists are lists of strings.
 _MEMBER_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {

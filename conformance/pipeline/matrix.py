@@ -6,6 +6,9 @@ of the member specs it ran (a spec paired with itself when it ran twice or
 alone). A matrix entry is "pass" when every contributing cell passed, "fail"
 when every one failed, "flaky" when some passed and some failed. A cell
 passes only with verdict "pass" (fail, unknown and malformed all fail it).
+A cell cut short with nothing violated (verdict "incomplete") neither
+passes nor fails its pairs: it says nothing about them either way. An entry
+only such cells contributed to is "incomplete".
 
 Nightly runs: cells under ``<matrix-run>/runs/<cell>/`` belong to the matrix
 run ``<matrix-run>``; the trend of an entry lists its result per matrix run,
@@ -57,6 +60,21 @@ def cell_passed(verdict: dict) -> bool:
     return verdict.get("verdict") == "pass"
 
 
+def cell_result(verdict: dict) -> str:
+    """What a cell contributes to its matrix entries: "pass", "fail", or "incomplete" (a cell cut
+    short before its scenario ended, with nothing violated: no evidence either way)."""
+    return "pass" if cell_passed(verdict) else "incomplete" if verdict.get("verdict") == "incomplete" else "fail"
+
+
+def _merge(seen: str | None, result: str) -> str:
+    """An entry's status once ``result`` joins the results ``seen`` sums up (None: none yet)."""
+    if seen in (None, "incomplete"):
+        return result
+    if result == "incomplete" or result == seen:
+        return seen
+    return "flaky"
+
+
 def failing_invariants(verdict: dict) -> list[str]:
     return sorted(k for k, i in verdict.get("invariants", {}).items() if i["status"] != "pass")
 
@@ -72,20 +90,20 @@ def build_matrix(verdicts: list[dict]) -> dict:
     order = sorted(runs, key=lambda k: (runs[k]["time"], k))
     entries: dict[tuple, dict] = {}
     for v in sorted(verdicts, key=lambda v: (_time(v), v["run"])):
-        ok = cell_passed(v)
+        result = cell_result(v)
         for a, b in pairs(v.get("members") or []):
             key = (v["broker_version"], v["scenario"], a, b)
             e = entries.setdefault(key, {"broker_version": key[0], "scenario": key[1], "a": a, "b": b, "passes": 0,
-                                         "fails": 0, "cells": [], "by_run": {}})
-            e["passes" if ok else "fails"] += 1
+                                         "fails": 0, "incompletes": 0, "cells": [], "by_run": {}})
+            e[{"pass": "passes", "fail": "fails", "incomplete": "incompletes"}[result]] += 1
             e["cells"].append({"run": v["run"], "verdict": v.get("verdict"), "failing": failing_invariants(v)})
             mr = matrix_run_of(v)
-            prev = e["by_run"].get(mr)
-            e["by_run"][mr] = ("pass" if ok else "fail") if prev in (None, "pass" if ok else "fail") else "flaky"
+            e["by_run"][mr] = _merge(e["by_run"].get(mr), result)
     out_entries = []
     for key in sorted(entries, key=lambda k: (k[0], k[1], _spec_sort_key(k[2]), _spec_sort_key(k[3]))):
         e = entries[key]
-        e["status"] = "flaky" if e["passes"] and e["fails"] else "pass" if e["passes"] else "fail"
+        e["status"] = ("flaky" if e["passes"] and e["fails"] else "pass" if e["passes"] else "fail" if e["fails"]
+                       else "incomplete")
         e["trend"] = [{"run": mr, "status": e["by_run"][mr]} for mr in order if mr in e["by_run"]]
         del e["by_run"]
         out_entries.append(e)
@@ -100,7 +118,9 @@ def build_matrix(verdicts: list[dict]) -> dict:
         "cells": [{"run": v["run"], "scenario": v["scenario"], "broker_version": v["broker_version"],
                    "members": v.get("members") or [], "verdict": v.get("verdict"), "failing": failing_invariants(v),
                    "matrix_run": matrix_run_of(v)} for v in sorted(verdicts, key=lambda v: v["run"])],
-        "summary": {"cells": len(verdicts), "passed": sum(cell_passed(v) for v in verdicts),
-                    "failed": sum(not cell_passed(v) for v in verdicts),
-                    "entries": {s: sum(e["status"] == s for e in out_entries) for s in ("pass", "fail", "flaky")}},
+        "summary": {"cells": len(verdicts), "passed": sum(cell_result(v) == "pass" for v in verdicts),
+                    "failed": sum(cell_result(v) == "fail" for v in verdicts),
+                    "incomplete": sum(cell_result(v) == "incomplete" for v in verdicts),
+                    "entries": {s: sum(e["status"] == s for e in out_entries)
+                                for s in ("pass", "fail", "flaky", "incomplete")}},
     }

@@ -30,7 +30,7 @@ CELLS = _s(
     ("heartbeat_interval_ms", DoubleType()), ("max_poll_interval_ms", DoubleType()),
     ("convergence_bound_ms", DoubleType()), ("revoke_bound_ms", DoubleType()), ("start_ts", DoubleType()),
     ("last_fault_ts", DoubleType()), ("end_ts", DoubleType()), ("leader_rotation", BooleanType()),
-    ("complete", BooleanType()),
+    ("complete", BooleanType()), ("cut_short", StringType()),
 )
 MEMBERS = _s(("run", StringType()), ("member", StringType()), ("spec", StringType()), ("kind", StringType()),
              ("version", StringType()), ("strategies", ArrayType(StringType())), ("group_instance_id", StringType()),

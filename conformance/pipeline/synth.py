@@ -523,6 +523,48 @@ def eager_story(root: Path, run_id: str, *, break_: str | None = None, **kw) -> 
     return b.write(60000.0)
 
 
+def cut_short_story(root: Path, run_id: str, *, ended: bool = False, overlap: bool = False) -> Path:
+    """A leader-rotation cell that a suite error cut short 50 ms after its generation 2 formed.
+
+    Story: every member offers range before cooperative-sticky (an upgrade under
+    way: the group is eager, and the manifest expects the cooperative group the
+    final lists vote for). java m1 leads generation 1 with t-0..3 and reads
+    offsets 0-49. The reference member m2 starts at 10 s; offsets 50-59 of each
+    partition are produced at 10.5 s; m1 revokes everything (eager) and rejoins;
+    generation 2 forms at 11 s, led by m1 again, and the run stops at 11.05 s,
+    before the leader's SyncGroup and before anyone read 50-59. What the run
+    observed violates nothing.
+
+    ``ended``: the same history marked complete (the control): then D1 (50-59
+    never read), L1 (no SyncGroup), L5 (the reference never led), R5 (the
+    final generation eager) and V1 (nobody stopped; t-0..3 unowned) fail. ``overlap``: m2 also records t-0 assigned at
+    10.8 s, while m1 still owns it: R2 fails, cut short or not.
+    """
+    b = CellBuilder(root, run_id, scenario="leader-rotation", leader_rotation=True)
+    T = "t"
+    all4 = [(T, p) for p in range(4)]
+    lists = {"m1": ["range", "cooperative-sticky"], "m2": ["range", "cooperative-sticky"]}
+    b.started("m1", 1000)
+    for p in range(4):
+        b.produced(1500 + p, T, p, 0, 49)
+    b.join(1, 2000, "m1", {"m1": b.subscription("m1", version=1, user_data=b"")}, protocol="range", offered=lists)
+    b.sync(1, 2100, "m1", {"m1": all4}, protocol="range")
+    b.assigned("m1", 2200, all4)
+    for p in range(4):
+        b.consumed("m1", 3000 + p, T, p, 0, 49)
+    b.started("m2", 10000)
+    for p in range(4):
+        b.produced(10500 + p, T, p, 50, 59)
+    if overlap:
+        b.assigned("m2", 10800, [(T, 0)])
+    b.revoked("m1", 10900, all4)
+    b.join(2, 11000, "m1", {"m1": b.subscription("m1", version=1, user_data=b""),
+                             "m2": b.subscription("m2", version=1, user_data=b"")}, protocol="range", offered=lists)
+    if ended:
+        return b.write(11050.0)
+    return b.write(11050.0, complete=False, cut_short="SuiteError: java@3.9.2 is not set up")
+
+
 def malformed_story(root: Path, run_id: str) -> Path:
     """The clean story plus unusable lines in every input file (each must be reported)."""
     path = cooperative_story(root, run_id)
@@ -554,8 +596,8 @@ _JUDGED: dict[str, tuple[Path, list[dict]]] = {}
 
 
 def judged_catalog(root: Path) -> tuple[Path, list[dict]]:
-    """Build every story cell (clean, each break, eager, malformed, bad manifest) under ``root`` and judge
-    them once.
+    """Build every story cell (clean, each break, eager, malformed, bad manifest, cut short) under ``root``
+    and judge them once.
 
     Cached per process, so that several test modules share one Spark judge
     call. Returns (out_dir, verdicts).
@@ -570,6 +612,9 @@ def judged_catalog(root: Path) -> tuple[Path, list[dict]]:
         dirs.append(eager_story(runs, "eager-r5", break_="r5", scenario="upgrade-eager-to-cooperative"))
         dirs.append(malformed_story(runs, "malformed"))
         dirs.append(bad_manifest_story(runs, "bad-manifest"))
+        dirs.append(cut_short_story(runs, "cut-short"))
+        dirs.append(cut_short_story(runs, "cut-short-ended", ended=True))
+        dirs.append(cut_short_story(runs, "cut-short-r2", overlap=True))
         out = root / "out"
         _JUDGED["catalog"] = (out, judge(dirs, out))
     return _JUDGED["catalog"]

@@ -6,9 +6,13 @@ once over all of them (the number of Spark jobs does not grow with cells).
 Verdict per invariant: "pass" (no violation, or only warnings), "fail"
 (violations), "unknown" (the check raised: its error is kept; never a pass).
 Each cell also gets ``verdict``: "fail" if any invariant failed, else
-"unknown" if any was unknown, else "malformed" if input lines could not be
-used (listed in ``malformed`` with file and line), else "pass". Only "pass"
-passes a cell.
+"unknown" if any was unknown, else "incomplete" if the run was cut short (a
+suite error or Ctrl-C stopped it before its scenario ended: ``cut_short``
+says why; what a run promises only by its end, D1's delivery, L5's
+coverage, R5's final protocol, V1's convergence, L2 and L3's final
+generation, is not judged in it, while everything it did observe is), else
+"malformed" if input lines could not be used (listed in ``malformed`` with
+file and line), else "pass". Only "pass" passes a cell.
 
 Outputs under ``out_dir``: ``tables/`` (Parquet: the input tables and the
 derived ``ownership``, ``incarnations``, ``generations``) and
@@ -97,7 +101,7 @@ def assemble(cells: dict[str, dict], members: dict[str, list[str]], results: dic
     for run, c in cells.items():
         verdicts[run] = {"run": run, "scenario": c["scenario"], "broker_version": c["broker_version"],
                          "members": sorted(members.get(run, [])), "seed": c.get("seed"), "invariants": {},
-                         "metrics": {}, "malformed": []}
+                         "metrics": {}, "malformed": [], "cut_short": c.get("cut_short")}
     for inv, found in results.items():
         if isinstance(found, BaseException):  # a crashing check is "unknown", never "pass"
             err = f"{type(found).__name__}: {found}".strip()
@@ -125,7 +129,7 @@ def assemble(cells: dict[str, dict], members: dict[str, list[str]], results: dic
     for v in verdicts.values():
         statuses = {i["status"] for i in v["invariants"].values()}
         v["verdict"] = ("fail" if "fail" in statuses else "unknown" if "unknown" in statuses
-                        else "malformed" if v["malformed"] else "pass")
+                        else "incomplete" if v["cut_short"] else "malformed" if v["malformed"] else "pass")
         c = cells[v["run"]]
         v["timing"] = {"start_ts": c.get("start_ts"), "end_ts": c.get("end_ts"), "last_fault_ts": c.get("last_fault_ts")}
         v["run_dir"] = (run_dirs or {}).get(v["run"])

@@ -43,9 +43,10 @@ def write(verdicts: list[dict], out_dir: Path) -> list[Path]:
                           "statusDetails": details, "start": start, "stop": stop, "steps": [], "attachments": [],
                           "parameters": []})
         verdict = v.get("verdict")
-        status = "passed" if verdict == "pass" else "broken" if verdict == "unknown" else "failed"
+        status = "passed" if verdict == "pass" else "broken" if verdict in ("unknown", "incomplete") else "failed"
         failing = [s["name"] for s in steps if s["status"] != "passed"]
         message = ("; ".join(failing) if failing else
+                   f"cut short: {v['cut_short']}" if verdict == "incomplete" else
                    f"{len(v.get('malformed') or [])} malformed input line(s)" if verdict == "malformed" else None)
         attachment = f"{uid}-attachment.json"
         (out_dir / attachment).write_text(json.dumps(v, indent=1, sort_keys=True, default=str), encoding="utf-8")

@@ -47,5 +47,6 @@ def build_report(runs: list[Path], out: Path, spark_master: str | None = None) -
 def run(args: argparse.Namespace) -> int:
     verdicts, matrix = build_report(args.runs, args.out, args.spark_master)
     s = matrix["summary"]
-    print(f"{s['cells']} cell(s): {s['passed']} passed, {s['failed']} failed; report: {args.out / 'index.html'}")
-    return 1 if args.check and s["failed"] else 0
+    cut = f", {s['incomplete']} cut short (incomplete)" if s["incomplete"] else ""
+    print(f"{s['cells']} cell(s): {s['passed']} passed, {s['failed']} failed{cut}; report: {args.out / 'index.html'}")
+    return 1 if args.check and (s["failed"] or s["incomplete"]) else 0

@@ -21,7 +21,7 @@ body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:20px;
 h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd}h3{font-size:15px}
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;padding:4px 8px;font-size:13px;vertical-align:top}
 th{background:#f4f4f4}.pass{background:#d9f2d9}.fail{background:#f8d0d0}.flaky{background:#fbe7b5}
-.unknown{background:#e0e0f0}.malformed{background:#f0e0f0}.none{background:#fafafa;color:#aaa}
+.unknown{background:#e0e0f0}.malformed{background:#f0e0f0}.incomplete{background:#e4e4e4}.none{background:#fafafa;color:#aaa}
 td.entry a{display:block;color:inherit;text-decoration:none}section.cell{margin:18px 0;padding:8px 12px;border:1px solid #ddd}
 section.cell:target{outline:3px solid #4e79a7}pre{background:#f7f7f7;padding:6px;overflow:auto;font-size:12px;max-height:300px}
 .badge{display:inline-block;padding:1px 8px;border-radius:8px;font-size:12px}.small{font-size:12px;color:#555}
@@ -92,6 +92,8 @@ def _cell_section(v: dict, tl: dict | None) -> str:
     parts = [f'<section class="cell" id="{_anchor(v["run"])}"><h3>{escape(v["run"])} {_badge(v.get("verdict", "?"))}</h3>',
              f'<p class=small>scenario {escape(v["scenario"])} &middot; broker {escape(v["broker_version"])} &middot; '
              f'seed {escape(str(v.get("seed")))} &middot; members {escape(", ".join(v.get("members") or []))}</p>',
+             f'<p class="cut-short">cut short before its scenario ended: {escape(v["cut_short"])}</p>'
+             if v.get("cut_short") else "",
              "<table><tr><th>invariant</th><th>status</th><th>statement</th><th>violations</th></tr>"]
     for inv, (_check, statement) in CATALOG.items():
         i = v["invariants"].get(inv, {"status": "unknown", "violations": [], "error": "not run"})
@@ -132,8 +134,10 @@ def render(verdicts: list[dict], matrix: dict, timelines: dict[str, dict]) -> st
         "<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>Conformance report</title>"
         f"<style>{CSS}</style></head><body>"
         "<h1>Consumer-group interoperability conformance (KIP-429)</h1>"
-        f"<p>{s['cells']} cell(s): {s['passed']} passed, {s['failed']} failed &middot; matrix entries: "
-        f"{s['entries']['pass']} pass, {s['entries']['fail']} fail, {s['entries']['flaky']} flaky</p>"
+        f"<p>{s['cells']} cell(s): {s['passed']} passed, {s['failed']} failed"
+        + (f", {s['incomplete']} cut short" if s["incomplete"] else "") + " &middot; matrix entries: "
+        f"{s['entries']['pass']} pass, {s['entries']['fail']} fail, {s['entries']['flaky']} flaky"
+        + (f", {s['entries']['incomplete']} incomplete" if s["entries"]["incomplete"] else "") + "</p>"
         f"<h2>Matrix</h2>{_matrix_tables(matrix)}<h2>Trend</h2>{_trend(matrix)}<h2>Cells</h2>{cells}"
         f"<script>{JS}</script></body></html>"
     )

@@ -1,8 +1,10 @@
-"""JUnit XML: one testcase per (cell, invariant), plus one per cell for its input.
+"""JUnit XML: one testcase per (cell, invariant), plus one per cell for its input and one for its end.
 
 A failed invariant is a <failure> with its violations; an unknown one an
 <error> with the check's error; malformed input lines fail the cell's
-``input`` testcase with their file and line.
+``input`` testcase with their file and line; a run cut short before its
+scenario ended (a suite error, Ctrl-C) is an <error> of the cell's ``run``
+testcase, saying why.
 """
 
 from __future__ import annotations
@@ -37,6 +39,11 @@ def render(verdicts: list[dict]) -> str:
                     e.text = str(i.get("traceback") or i.get("error"))
                 elif i["violations"]:
                     ET.SubElement(case, "system-out").text = "\n".join(x["message"] for x in i["violations"])
+            case = ET.SubElement(suite, "testcase", classname=classname, name="run: reached the scenario's end")
+            tests += 1
+            if v.get("cut_short"):
+                errors += 1
+                ET.SubElement(case, "error", message=f"cut short: {v['cut_short']}"[:500], type="cut-short")
             case = ET.SubElement(suite, "testcase", classname=classname, name="input: every line usable")
             tests += 1
             if v.get("malformed"):

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 
 def _icon(status: str) -> str:
-    return {"pass": "✅ pass", "fail": "❌ fail", "flaky": "⚠️ flaky"}.get(status, status)
+    return {"pass": "✅ pass", "fail": "❌ fail", "flaky": "⚠️ flaky", "incomplete": "⏹️ incomplete"}.get(status, status)
 
 
 #: Matrix runs the trend column shows at most (the newest).
 TREND_RUNS = 10
-_MARK = {"pass": "✅", "fail": "❌", "flaky": "⚠️"}
+_MARK = {"pass": "✅", "fail": "❌", "flaky": "⚠️", "incomplete": "⏹️"}
 
 
 def _trend(entry: dict, runs: list[str]) -> str:
@@ -22,9 +22,11 @@ def render(verdicts: list[dict], matrix: dict) -> str:
     s = matrix["summary"]
     runs = [r["run"] for r in matrix["runs"]][-TREND_RUNS:]
     trend = len(runs) > 1
+    cut = f", **{s['incomplete']} cut short**" if s["incomplete"] else ""
     lines = ["# Conformance summary", "",
-             f"{s['cells']} cell(s): **{s['passed']} passed**, **{s['failed']} failed**. Matrix entries: "
-             f"{s['entries']['pass']} pass, {s['entries']['fail']} fail, {s['entries']['flaky']} flaky.", ""]
+             f"{s['cells']} cell(s): **{s['passed']} passed**, **{s['failed']} failed**{cut}. Matrix entries: "
+             f"{s['entries']['pass']} pass, {s['entries']['fail']} fail, {s['entries']['flaky']} flaky"
+             + (f", {s['entries']['incomplete']} incomplete" if s["entries"]["incomplete"] else "") + ".", ""]
     if trend:
         lines += [f"Trend: the last {len(runs)} matrix runs, oldest first ({runs[0]} … {runs[-1]}).", ""]
     lines += ["| broker | scenario | member | member | result | cells |" + (" trend |" if trend else ""),
@@ -34,10 +36,12 @@ def render(verdicts: list[dict], matrix: dict) -> str:
                      f"{e['passes']}/{e['passes'] + e['fails']} |" + (f" {_trend(e, runs)} |" if trend else ""))
     bad = [v for v in verdicts if v.get("verdict") != "pass"]
     if bad:
-        lines += ["", "## Failing cells", ""]
+        lines += ["", "## Cells that did not pass", ""]
         for v in sorted(bad, key=lambda v: v["run"]):
             lines.append(f"- **{v['run']}** ({v['scenario']}, broker {v['broker_version']}, "
                          f"{', '.join(v.get('members') or [])}): {v.get('verdict')}")
+            if v.get("cut_short"):
+                lines.append(f"  - cut short: {v['cut_short']}")
             for inv, i in sorted(v["invariants"].items()):
                 if i["status"] == "unknown":
                     lines.append(f"  - {inv} unknown: {i.get('error')}")

@@ -6,10 +6,11 @@ and the reports even when a cell fails or the run is interrupted (the cells
 that finished are judged; the interrupted one is marked incomplete), and then
 the interrupt goes on to the caller as :class:`MatrixInterrupted`, which
 carries that result. The exit status is 0 when every verdict passes, 1 when
-any cell did not pass (an invariant violated or unknown, or input lines that
+any cell failed (an invariant violated or unknown, or input lines that
 could not be used: the report's rule,
-:func:`conformance.pipeline.matrix.cell_passed`), 2 on a suite error, 130 when
-interrupted.
+:func:`conformance.pipeline.matrix.cell_result`), else 2 on a suite error
+(its cell, cut short, is judged "incomplete": what it observed, not what only
+its scenario's end would show), 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 from conformance import config
 from conformance.errors import SuiteError
 from conformance.members.spec import MemberSpec
-from conformance.pipeline.matrix import cell_passed
+from conformance.pipeline.matrix import cell_result
 from conformance.rundir import RunDir, new_run_id
 from conformance.scenarios.catalog import get_scenario
 from conformance.scenarios.runner import Cell, CellRun
@@ -66,11 +67,10 @@ class MatrixResult:
     def exit_code(self) -> int:
         if self.interrupted:
             return 130
-        if self.errors and not self.verdicts:
-            return 2
-        if any(not cell_passed(v) for v in self.verdicts):
+        results = {cell_result(v) for v in self.verdicts}
+        if "fail" in results:
             return 1
-        return 2 if self.errors else 0
+        return 2 if self.errors or "incomplete" in results else 0
 
 
 class MatrixInterrupted(KeyboardInterrupt):
@@ -166,13 +166,15 @@ def summary_table(result: MatrixResult) -> str:
         if v.get("malformed"):
             why.append(f"malformed({len(v['malformed'])} lines)")
         rows.append((v.get("scenario", "?"), ",".join(v.get("members", [])), v.get("broker_version", "?"),
-                     "PASS" if cell_passed(v) else "FAIL", " ".join(why) or "-"))
+                     cell_result(v).upper(), " ".join(why) or "-"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     for err in result.errors:
         lines.append(f"suite error: {err}")
-    passed = sum(1 for v in result.verdicts if cell_passed(v))
-    lines.append(f"{passed} passed, {len(result.verdicts) - passed} failed")
+    results = [cell_result(v) for v in result.verdicts]
+    cut = results.count("incomplete")
+    lines.append(f"{results.count('pass')} passed, {results.count('fail')} failed"
+                 + (f", {cut} cut short (incomplete)" if cut else ""))
     lines.append(f"run directory: {result.path}")
     return "\n".join(lines)

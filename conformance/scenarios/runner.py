@@ -10,7 +10,9 @@ histories, wire capture, nemesis log, logs). Guarantees:
   half-way for want of a client ``conformance setup`` was not asked for.
 - The manifest is written before the first member starts (``complete:
   false``) and rewritten at the end, so an interrupted run still has one, and
-  ``conformance reproduce`` can replay any run directory.
+  ``conformance reproduce`` can replay any run directory. A run that a suite
+  error or Ctrl-C cut short says why in ``cut_short`` (the pipeline then
+  judges what it observed, not what only the scenario's end would show).
 - Every process is stopped when the cell ends, however it ends (the
   supervisor's guarantee); temporary faults are healed first.
 - Time bounds (await timeouts) are scenario data; a timeout is not a suite
@@ -77,6 +79,7 @@ class CellRun:
     progress: Progress = lambda msg: None
     phase_hook: Callable[[str], Any] | None = None   # allure steps: a context manager per phase
     notes: list[dict[str, Any]] = field(default_factory=list)
+    cut_short: str | None = None   # why the scenario did not reach its end (an exception), once it did not
 
     # ------------------------------------------------------------------ setup
     def _manifest(self, complete: bool) -> dict[str, Any]:
@@ -116,6 +119,7 @@ class CellRun:
             "command": reproduce_command(self.cell),
             "notes": self.notes,
             "complete": complete,
+            "cut_short": None if complete else self.cut_short,
         }
 
     def _write_manifest(self, complete: bool) -> None:
@@ -175,6 +179,12 @@ class CellRun:
                 for phase in sc.phases:
                     self._run_phase(phase.name, phase.actions)
                 finished = True
+            except KeyboardInterrupt:
+                self.cut_short = "interrupted (Ctrl-C)"
+                raise
+            except BaseException as exc:
+                self.cut_short = f"{type(exc).__name__}: {exc}"
+                raise
             finally:
                 self.end_ts = now_ms()  # the scenario's end: what V1 judges; teardown follows
                 self.nemesis.heal_all()

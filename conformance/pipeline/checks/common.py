@@ -38,7 +38,8 @@ def fmt_tps(parts) -> str:
 
 
 def timing(cells):
-    """Per-run bounds derived from the manifest timing (defaults from config only when absent)."""
+    """Per-run bounds derived from the manifest timing (defaults from config only when absent), and
+    whether the run reached its scenario's end (``complete``: false when it was cut short)."""
     return cells.select(
         "run",
         F.coalesce("session_timeout_ms", F.lit(float(config.SESSION_TIMEOUT_MS))).alias("session_ms"),
@@ -50,7 +51,7 @@ def timing(cells):
                    + F.coalesce("max_poll_interval_ms", F.lit(float(config.MAX_POLL_INTERVAL_MS)))).alias("convergence_ms"),
         F.coalesce("revoke_bound_ms", F.coalesce("max_poll_interval_ms", F.lit(float(config.MAX_POLL_INTERVAL_MS))))
         .alias("revoke_ms"),
-        "expected_protocol", "last_fault_ts", "end_ts", "leader_rotation", "scenario",
+        "expected_protocol", "last_fault_ts", "end_ts", "leader_rotation", "scenario", "complete",
     )
 
 

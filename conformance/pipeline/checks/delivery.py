@@ -14,6 +14,12 @@ Allowed anomalies, each with its reason:
   (the runner's shutdown) or the run end; a member killed by the nemesis is
   not a crash; a member still running at the end of an interrupted run is not
   a hang.
+- Runs cut short (a suite error or Ctrl-C ended them before their scenario
+  did; manifest ``complete`` false): D1 is not judged, since it promises
+  delivery by the end of the scenario, which such a run never reached; V1
+  judges partitions without an owner only when the cut came a convergence
+  bound or more after the last fault (before that the group may still be
+  rebalancing).
 """
 
 from __future__ import annotations
@@ -72,7 +78,9 @@ def uncovered(ordered, within):
 
 
 def check_d1(t: Tables) -> list[dict]:
-    produced = t.events.where(F.col("event") == "produced").select(*_TP, "first_offset", "last_offset", "ts")
+    finished = t.cells.where(F.col("complete")).select("run")
+    produced = (t.events.where(F.col("event") == "produced").join(finished, "run")
+                .select(*_TP, "first_offset", "last_offset", "ts"))
     gaps = broadcast(uncovered(consumed_order(t), produced))
     # A produced range is consumed at least once exactly when it meets no gap.
     meets = ((F.col("g_first").isNull() | (F.col("last_offset") >= F.col("g_first")))
@@ -214,7 +222,8 @@ def check_v1(t: Tables) -> list[dict]:
     per_run, crashed = t.collect_many(per_run, crashed)
     out = []
     for r in per_run:
-        if r["unowned"]:
+        cut_early = not r["complete"] and (r["since"] is None or r["eval_ts"] - r["since"] < r["convergence_ms"])
+        if r["unowned"] and not cut_early:
             parts = [[x["topic"], x["partition"]] for x in r["unowned"]]
             out.append(violation("V1", r["run"], f"{fmt_tps(parts)} had no owner at the end of observation "
                                  f"({r['eval_ts']:.0f})", partitions=parts, ts=r["eval_ts"],

@@ -18,6 +18,11 @@ Allowed anomalies:
   generation instead, the violation names it (seen: librdkafka before 2.10
   sets its generation to -1 when a commit of the previous generation fails
   during the join, then syncs with -1; librdkafka issue 4059).
+- L1 does not judge a missing SyncGroup of a run's last generation when the
+  run was cut short (a suite error or Ctrl-C) less than a session timeout
+  after that generation formed: the leader had no time to sync.
+- L5 is not judged in a run cut short (nor, see below, L2/L3's final
+  generation): its scenario never reached the end it speaks of.
 - L2 completeness, L3 and L4 look at complete generations only (every
   partition of the subscribed topics assigned), and at the final generation
   of a complete run for L2/L3: a cooperative generation that withholds
@@ -48,7 +53,7 @@ from collections import defaultdict
 from pyspark.sql import functions as F
 
 from conformance import config
-from conformance.pipeline.checks.common import fmt_tps, violation
+from conformance.pipeline.checks.common import fmt_tps, timing, violation
 from conformance.pipeline.derived import Tables, is_cooperative
 
 #: Nemesis faults that stop a member until its next ``start``.
@@ -82,7 +87,8 @@ def leader_sync(t: Tables):
 
 
 def check_l1(t: Tables) -> list[dict]:
-    gens = t.generations.join(t.run_end, "run", "left")
+    gens = (t.generations.join(t.run_end, "run", "left")
+            .join(timing(t.cells).select("run", "session_ms", "complete"), "run", "left"))
     view = generation_member_ids(t).withColumnRenamed("ids", "view")
     sync = leader_sync(t).groupBy("run", "generation").agg(F.collect_set("subject_member_id").alias("assigned"))
     faults = t.nemesis.where(F.col("phase") == "invoke").select("run", F.col("ts").alias("f_ts"), "target", "fault")
@@ -137,7 +143,9 @@ def check_l1(t: Tables) -> list[dict]:
                                  f"{', '.join(r['leader_ids'])}", generation=gen, ts=r["join_ts"],
                                  evidence={"leader_ids": list(r["leader_ids"]), "joined": sorted(r["joined"] or [])}))
         if r["assigned"] is None:
-            if not r["faults"]:
+            cut_before_sync = (r["complete"] is False and r["next_join_ts"] is None
+                               and r["run_end_ts"] - r["join_ts"] < r["session_ms"])
+            if not r["faults"] and not cut_before_sync:
                 leader, stray = r["leader"] or r["leader_id"], r["stray"]
                 if stray is None:
                     what, evidence = "sent no SyncGroup assignments", {"leader_id": r["leader_id"]}
@@ -358,7 +366,7 @@ def check_l4(t: Tables) -> list[dict]:
 
 
 def check_l5(t: Tables) -> list[dict]:
-    cells = t.cells.where(F.col("leader_rotation")).select("run")
+    cells = t.cells.where(F.col("leader_rotation") & F.col("complete")).select("run")
     kinds = t.members.join(cells, "run").groupBy("run").agg(F.collect_set("kind").alias("kinds"))
     led = t.generations.groupBy("run").agg(F.collect_set("leader_kind").alias("led"))
     out = []
