@@ -50,34 +50,111 @@ the mix):
 ``await stable``       the group is stable and complete (``timeout=DUR``)
 ``await drained``      every produced record consumed (``timeout=DUR``)
 =====================  ===================================================
+
+Values are checked when the file is parsed, so that a mistake never reaches a
+cluster: a duration is ``N``, ``N.N`` then ``ms``, ``s`` or ``m``, at most
+:data:`MAX_DURATION_MS` (a day); ``timeout=`` and ``for=`` are above zero; every
+integer is within the range :data:`RANGES` gives its key (partitions 1 to
+:data:`MAX_PARTITIONS`, ``producer rate`` from 1, ``chaos count`` from 1, toxic
+attributes from 0); ``toxicity`` is a number from 0 to 1; a toxic gets exactly
+the attributes toxiproxy knows for its type; names (``name``, topics) are Kafka's
+legal characters ``[A-Za-z0-9._-]``; ``add-partitions`` grows a topic (its
+``total`` is above the topic's count at that point); ``resubscribe`` names
+declared topics; a topic or a key is given once. What needs the member mix (an
+``m<i>`` beyond the mix, ``reference`` without a reference member) is checked
+by :func:`check_targets` before the cluster starts.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
+from conformance.cluster.toxiproxy import TOXIC_ATTRIBUTES, Toxic
 from conformance.errors import UsageError
 from conformance.scenarios.model import TARGET_WORDS, Action, Phase, Scenario
 
-_DURATION_RE = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m)$")
-_TOXICS = ("latency", "bandwidth", "timeout", "reset_peer", "slicer", "slow_close", "limit_data")
+#: The longest duration a scenario may state (any ``DUR``): a day.
+MAX_DURATION_MS: int = 24 * 60 * 60 * 1000
+#: The most partitions a topic may have (declared or grown): the suite's broker is small.
+MAX_PARTITIONS: int = 1000
+#: Inclusive ranges of the integer keys, by ``verb key`` (``toxic *`` is every toxic attribute).
+RANGES: dict[str, tuple[int, int]] = {
+    "topic partitions": (1, MAX_PARTITIONS),
+    "add-partitions total": (1, MAX_PARTITIONS),
+    "producer rate": (1, 1_000_000),
+    "chaos count": (1, 10_000),
+    "toxic *": (0, 2**31 - 1),
+}
+
+_DURATION_RE = re.compile(r"(\d{1,12})(?:\.(\d{1,9}))?(ms|s|m)", re.ASCII)
+_TOXICS = tuple(TOXIC_ATTRIBUTES)
+#: Kafka's legal topic name: these characters, at most 249 of them, neither "." nor "..".
+_NAME_RE = re.compile(r"[A-Za-z0-9._-]{1,249}", re.ASCII)
 
 
 def parse_duration_ms(text: str) -> int:
-    """``500ms`` -> 500, ``2s`` -> 2000, ``1m`` -> 60000; ValueError otherwise."""
-    m = _DURATION_RE.match(text)
+    """``500ms`` -> 500, ``2s`` -> 2000, ``1m`` -> 60000; ValueError otherwise (also above a day)."""
+    m = _DURATION_RE.fullmatch(text)
     if not m:
         raise ValueError(f"{text!r} is not a duration (e.g. 500ms, 10s, 1m)")
-    value, unit = float(m.group(1)), m.group(2)
-    return int(value * {"ms": 1, "s": 1000, "m": 60_000}[unit])
+    whole, fraction, unit = m.groups()
+    scale = 10 ** len(fraction or "")
+    ms = (int(whole) * scale + int(fraction or 0)) * {"ms": 1, "s": 1000, "m": 60_000}[unit] // scale  # exact: 2.3s is 2300
+    if ms > MAX_DURATION_MS:
+        raise ValueError(f"{text!r} is longer than a day: give at most {MAX_DURATION_MS // 60_000}m")
+    return ms
+
+
+def _positive_duration_ms(text: str) -> int:
+    """A duration above zero (a timeout, how long a fault lasts)."""
+    ms = parse_duration_ms(text)
+    if ms <= 0:
+        raise ValueError(f"{text!r} must be longer than 0ms")
+    return ms
 
 
 def _int(text: str) -> int:
-    if not re.fullmatch(r"-?\d+", text):
+    """An integer, written as digits (ASCII, an optional minus); range checks are :func:`_int_in`'s."""
+    if not re.fullmatch(r"-?[0-9]{1,19}", text, re.ASCII):
         raise ValueError(f"{text!r} is not an integer")
     return int(text)
+
+
+def _int_in(where: str) -> Callable[[str], int]:
+    """An integer within ``RANGES[where]``; ValueError naming the range otherwise."""
+    low, high = RANGES[where]
+
+    def check(text: str) -> int:
+        value = _int(text)
+        if not low <= value <= high:
+            raise ValueError(f"{value} is out of range: give {low} to {high}")
+        return value
+    return check
+
+
+def _fraction(text: str) -> float:
+    """A number from 0 to 1 written as digits (``0.5``, ``1``): never NaN or infinite."""
+    if not re.fullmatch(r"[0-9]{1,9}(?:\.[0-9]{1,9})?", text, re.ASCII) or not 0.0 <= float(text) <= 1.0:
+        raise ValueError(f"{text!r} is not a number from 0 to 1 (e.g. 0.5)")
+    return float(text)
+
+
+def _name(text: str) -> str:
+    """A Kafka-legal name (topics; the scenario's own name, which names groups and run directories)."""
+    if not _NAME_RE.fullmatch(text) or text in (".", ".."):
+        raise ValueError(f"{text!r} is not a valid name: use 1 to 249 of the characters A-Z a-z 0-9 . _ - "
+                         f"(and not '.' or '..')")
+    return text
+
+
+def _topic_list(text: str) -> list[str]:
+    items = text.split(",")
+    if not text or not all(items):
+        raise ValueError(f"{text!r} is not a comma-separated list of topics (e.g. orders,audit)")
+    return [_name(t) for t in items]
 
 
 def _bool(text: str) -> bool:
@@ -111,32 +188,36 @@ ACTIONS: dict[str, tuple[str, Schema, tuple[str, ...]]] = {
     "stop": ("required", {}, ()),
     "kill": ("required", {}, ()),
     "restart": ("required", {"mode": _choice("graceful", "kill"), "down": parse_duration_ms}, ()),
-    "pause": ("required", {"for": parse_duration_ms}, ("for",)),
+    "pause": ("required", {"for": _positive_duration_ms}, ("for",)),
     "broker-restart": ("none", {"mode": _choice("clean", "kill")}, ()),
-    "toxic": ("required", {"type": _choice(*_TOXICS), "for": parse_duration_ms,
-                           "stream": _choice("upstream", "downstream"), "toxicity": float, "*": _int},
+    "toxic": ("required", {"type": _choice(*_TOXICS), "for": _positive_duration_ms,
+                           "stream": _choice("upstream", "downstream"), "toxicity": _fraction,
+                           "*": _int_in("toxic *")},
               ("type", "for")),
-    "cut": ("required", {"for": parse_duration_ms}, ("for",)),
-    "add-partitions": ("topic", {"total": _int}, ("total",)),
+    "cut": ("required", {"for": _positive_duration_ms}, ("for",)),
+    "add-partitions": ("topic", {"total": _int_in("add-partitions total")}, ("total",)),
     "bounce-strategies": ("none", {"to": _strategy_list}, ("to",)),
-    "resubscribe": ("required", {"topics": lambda t: [x for x in t.split(",") if x]}, ("topics",)),
-    "rotate-leader": ("none", {"timeout": parse_duration_ms}, ()),
-    "chaos": ("none", {"count": _int, "gap": parse_duration_ms}, ("count",)),
+    "resubscribe": ("required", {"topics": _topic_list}, ("topics",)),
+    "rotate-leader": ("none", {"timeout": _positive_duration_ms}, ()),
+    "chaos": ("none", {"count": _int_in("chaos count"), "gap": parse_duration_ms}, ("count",)),
     "sleep": ("duration", {}, ()),
-    "await": ("required", {"timeout": parse_duration_ms}, ()),
+    "await": ("required", {"timeout": _positive_duration_ms}, ()),
 }
 _AWAIT_WHAT = ("stable", "drained")
 
 HEADERS: dict[str, Schema] = {
-    "topic": {"partitions": _int},
-    "producer": {"rate": _int},
+    "topic": {"partitions": _int_in("topic partitions")},
+    "producer": {"rate": _int_in("producer rate")},
     "members": {"static": _bool, "processing-delay": parse_duration_ms, "commit": _choice("auto", "sync-batch", "on-revoke"),
                 "strategies": _strategy_list},
 }
 
 
+_MEMBER_RE = re.compile(r"m([0-9]{1,9})", re.ASCII)
+
+
 def _target_ok(target: str) -> bool:
-    return target in TARGET_WORDS or re.fullmatch(r"m\d+", target) is not None
+    return target in TARGET_WORDS or _MEMBER_RE.fullmatch(target) is not None
 
 
 def _pairs(words: list[str], schema: Schema, where: str, verb: str) -> dict[str, Any]:
@@ -146,6 +227,8 @@ def _pairs(words: list[str], schema: Schema, where: str, verb: str) -> dict[str,
         if not eq or not key or not value:
             raise UsageError(f"{where}: {verb}: expected key=value, got {word!r}")
         parse = schema.get(key) or schema.get("*")
+        if key in out:
+            raise UsageError(f"{where}: {verb}: {key} is given twice")
         if parse is None:
             known = ", ".join(k for k in schema if k != "*") or "none"
             raise UsageError(f"{where}: {verb}: unknown key {key!r} (known: {known})")
@@ -163,6 +246,7 @@ def parse_scenario(text: str, source: Path | None = None) -> Scenario:
     phases: list[Phase] = []
     current: tuple[str, list[Action]] | None = None
     seen_expect: set[str] = set()
+    grown: dict[str, int] = {}   # each topic's partitions at this point of the phases (add-partitions grows it)
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.split("#", 1)[0].strip()
         if not line:
@@ -172,7 +256,10 @@ def parse_scenario(text: str, source: Path | None = None) -> Scenario:
         if verb == "name":
             if len(words) != 1:
                 raise UsageError(f"{where}: name takes one word, got {len(words)}")
-            fields["name"] = words[0]
+            try:
+                fields["name"] = _name(words[0])
+            except ValueError as exc:
+                raise UsageError(f"{where}: name: {exc}") from None
         elif verb == "describe":
             fields["description"] = (fields.get("description", "") + " " + " ".join(words)).strip()
         elif verb in HEADERS:
@@ -181,11 +268,14 @@ def parse_scenario(text: str, source: Path | None = None) -> Scenario:
             if verb == "topic":
                 if not words or "=" in words[0]:
                     raise UsageError(f"{where}: topic needs a name, e.g. 'topic orders partitions=12'")
+                try:
+                    topic = _name(words[0])
+                except ValueError as exc:
+                    raise UsageError(f"{where}: topic: {exc}") from None
+                if topic in fields["topics"]:
+                    raise UsageError(f"{where}: topic {topic} is declared twice; declare each topic once")
                 args = _pairs(words[1:], HEADERS["topic"], where, verb)
-                parts = args.get("partitions", 12)
-                if parts < 1:
-                    raise UsageError(f"{where}: topic {words[0]}: partitions must be at least 1")
-                fields["topics"][words[0]] = parts
+                fields["topics"][topic] = args.get("partitions", 12)
             else:
                 args = _pairs(words, HEADERS[verb], where, verb)
                 if verb == "producer":
@@ -213,7 +303,9 @@ def parse_scenario(text: str, source: Path | None = None) -> Scenario:
         elif verb in ACTIONS:
             if current is None:
                 raise UsageError(f"{where}: {verb!r} is an action; it must be inside a phase ('phase NAME' first)")
-            current[1].append(_parse_action(verb, words, where, fields["topics"]))
+            if not grown:
+                grown.update(fields["topics"] or {"orders": 12})
+            current[1].append(_parse_action(verb, words, where, grown))
         else:
             raise UsageError(f"{where}: unknown statement {verb!r}; known: name, describe, "
                              f"{', '.join(HEADERS)}, expect, phase, {', '.join(ACTIONS)}")
@@ -236,6 +328,8 @@ def parse_scenario(text: str, source: Path | None = None) -> Scenario:
 
 
 def _parse_action(verb: str, words: list[str], where: str, topics: dict[str, int]) -> Action:
+    """One action line; ``topics`` is every declared topic's partition count at this line
+    (an ``add-partitions`` updates it)."""
     target_kind, schema, required = ACTIONS[verb]
     target: str | None = None
     if target_kind != "none":
@@ -259,12 +353,58 @@ def _parse_action(verb: str, words: list[str], where: str, topics: dict[str, int
     missing = [k for k in required if k not in args]
     if missing:
         raise UsageError(f"{where}: {verb}: missing {', '.join(missing)}")
+    if verb == "toxic":
+        attributes = {k: v for k, v in args.items() if k not in ("type", "for", "stream", "toxicity")}
+        try:  # the cluster's own rule for a toxic's attributes, applied before any cluster exists
+            Toxic(type=args["type"], stream=args.get("stream", "downstream"), attributes=attributes)
+        except ValueError as exc:
+            raise UsageError(f"{where}: {exc}") from None
+    elif verb == "add-partitions":
+        assert target is not None
+        if args["total"] <= topics[target]:
+            raise UsageError(f"{where}: add-partitions {target}: total={args['total']} does not grow it: it has "
+                             f"{topics[target]} partitions here; give more than {topics[target]}")
+        topics[target] = args["total"]
+    elif verb == "resubscribe":
+        unknown = [t for t in args["topics"] if t not in topics]
+        if unknown:
+            raise UsageError(f"{where}: resubscribe: undeclared topic {', '.join(map(repr, unknown))}; "
+                             f"declared: {', '.join(topics)}")
     return Action(verb=verb, target=target, args=args, source=where)
 
 
+def check_targets(scenario: Scenario, kinds: Sequence[str]) -> None:
+    """UsageError (``file:line: ...``) unless every target of ``scenario`` exists in a mix of
+    members of ``kinds`` (in mix order): ``m<i>`` needs more than i members, ``reference`` a
+    reference member. Called before the cluster starts, so that a run never stops half-way for it."""
+    has_reference = "reference" in kinds
+    for phase in scenario.phases:
+        for action in phase.actions:
+            target = action.target or ""
+            if ACTIONS[action.verb][0] != "required" or action.verb == "await":
+                continue
+            member = _MEMBER_RE.fullmatch(target)
+            if member and int(member.group(1)) >= len(kinds):
+                raise UsageError(f"{action.source}: {action.verb} {target}: the mix has {len(kinds)} member(s), "
+                                 f"m0 to m{len(kinds) - 1}; target one of them or add members with --clients")
+            if target == "reference" and not has_reference:
+                raise UsageError(f"{action.source}: {action.verb} reference: the mix has no reference member; "
+                                 f"add 'reference' to --clients or target another member")
+
+
 def load_scenario(path: Path) -> Scenario:
+    """Read and parse a scenario file. The scenario's ``source`` is the file's absolute path (what
+    a manifest records, so that a run can be reproduced from any directory); messages name the
+    path as given. UsageError, one line, for a file that cannot be read or is not UTF-8 text."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as exc:
-        raise UsageError(f"cannot read scenario file {path}: {exc.strerror}") from None
-    return parse_scenario(text, path)
+        raise UsageError(f"cannot read scenario file {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:  # e.g. a NUL in the path
+        raise UsageError(f"cannot read scenario file {path!r}: {exc}") from None
+    try:
+        text = data.decode("utf-8-sig")  # a byte-order mark, which some editors write, is not text
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"scenario file {path} is not UTF-8 text: byte 0x{data[exc.start]:02x} at offset "
+                         f"{exc.start} ({exc.reason}); save it as UTF-8") from None
+    return replace(parse_scenario(text, path), source=path.absolute())
