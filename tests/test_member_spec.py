@@ -4,6 +4,7 @@ import pytest
 
 from conformance.config import DEFAULT_CLIENT_VERSIONS
 from conformance.errors import UsageError
+from conformance.members import versions
 from conformance.members.spec import MemberSpec, parse_specs
 
 
@@ -37,3 +38,63 @@ def test_parse_specs_list() -> None:
     assert [s.kind for s in parse_specs("reference, java@2.8.1,sarama")] == ["reference", "java", "sarama"]
     with pytest.raises(UsageError):
         parse_specs(" , ")
+
+
+def test_a_version_is_one_word_of_version_characters() -> None:
+    with pytest.raises(UsageError, match="is not a version"):
+        MemberSpec.parse("reference@0.1.0\n/skip-revoke")
+
+
+# Versions: the decision of conformance.members.versions, with the registry's list passed in.
+MAVEN = ["0.8.2-beta", "2.3.1", "2.4.0", "2.4.1", "2.5.0", "3.9.0", "3.9.1", "4.0.0", "4.3.1", "4.4.0"]
+PYPI = ["0.11.6", "1.0.0", "1.9.0", "1.9.2", "2.0.2", "2.15.0", "2.16.1"]
+
+
+@pytest.mark.parametrize("kind, version, listed, message", [
+    ("java", "99.99.99", MAVEN, "java@99.99.99: Maven Central (org.apache.kafka:kafka-clients) has no release 99.99.99; "
+                                "closest: 4.4.0, 4.3.1, 4.0.0, 3.9.1"),
+    ("java", "3.9.5", MAVEN, "closest: 4.3.1, 4.0.0, 3.9.1, 3.9.0"),
+    ("java", "2.3.0", MAVEN, "java@2.3.0: the Java harness runs kafka-clients 2.4.0 or later (KIP-429 listener API); "
+                             "the oldest that run: 2.4.0, 2.4.1, 2.5.0, 3.9.0"),
+    ("java", "2.3.0", None, "java@2.3.0: the Java harness runs kafka-clients 2.4.0 or later (KIP-429 listener API); "
+                            "choose 2.4.0 or later"),
+    ("java", "2.3.1", MAVEN, "2.4.0 or later"),  # on Maven Central, yet too old for the harness
+    ("reference", "9.9", None, "reference@9.9: the reference consumer is part of the suite and has one version, 0.1.0"),
+    ("librdkafka", "0.1", None, "librdkafka@0.1: confluent-kafka before 1.9.0 has no binary wheel"),
+    ("librdkafka", "0.11.6", PYPI, "the oldest that run: 1.9.0, 1.9.2, 2.0.2, 2.15.0"),
+    ("librdkafka", "2.99.0", PYPI, "PyPI (confluent-kafka) has no release 2.99.0; closest: 2.16.1, 2.15.0, 2.0.2, 1.9.2"),
+    ("sarama", "1.99.0", ["1.38.1", "1.61.1"], "the Go module proxy"),
+])
+def test_version_problems_name_the_closest_versions(kind: str, version: str, listed, message: str) -> None:
+    found = versions.problem(kind, version, listed)
+    assert found is not None and message in found
+    assert found.count(",") < 6  # a few versions, not the registry's list
+
+
+@pytest.mark.parametrize("kind, version, listed", [
+    ("java", "4.4.0", MAVEN), ("java", "4.4.0", None), ("java", "99.0.0", None), ("reference", "0.1.0", None),
+    ("librdkafka", "2.16.1", PYPI), ("sarama", "v0.0.0-20250101000000-abcdefabcdef", ["1.61.1"]),
+])
+def test_versions_that_may_run(kind: str, version: str, listed) -> None:
+    assert versions.problem(kind, version, listed) is None
+
+
+def test_check_specs_asks_no_registry_for_an_installed_version_or_the_reference(monkeypatch) -> None:
+    asked: list[str] = []
+    monkeypatch.setattr(versions, "registry_versions", lambda kind: asked.append(kind) or tuple(MAVEN))
+    monkeypatch.setattr(versions, "is_installed", lambda spec: spec.version == "3.9.1")
+    versions.check_specs(parse_specs("java@4.4.0,java@4.4.0,java@3.9.1,reference"))
+    assert asked == ["java"]
+    with pytest.raises(UsageError, match="java@99.99.99"):
+        versions.check_specs(parse_specs("java@4.4.0,java@99.99.99"))
+
+
+def test_an_unreachable_registry_leaves_the_version_to_the_installer(monkeypatch) -> None:
+    monkeypatch.setattr(versions, "LOOKUPS", {"java": lambda: (_ for _ in ()).throw(OSError("offline"))})
+    versions.registry_versions.cache_clear()
+    try:
+        assert versions.registry_versions("java") is None
+        monkeypatch.setattr(versions, "is_installed", lambda spec: False)
+        versions.check_specs(parse_specs("java@99.99.99"))
+    finally:
+        versions.registry_versions.cache_clear()

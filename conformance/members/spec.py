@@ -7,6 +7,8 @@ Guarantees: ``MemberSpec.parse(str(spec)) == spec`` for every valid spec; an
 omitted version resolves to the pinned default in :mod:`conformance.config`;
 faults are accepted only for ``reference`` and only from the known list, and a
 bad spec raises :class:`~conformance.errors.UsageError` saying what is wrong.
+A version is one word of ``[0-9A-Za-z.+_-]`` here; whether it exists and can
+run is :mod:`conformance.members.versions`'s question (it may ask a registry).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ REFERENCE_FAULTS: tuple[str, ...] = (
     "slow-sync",
 )
 
-_VERSION_RE = re.compile(r"^[0-9A-Za-z][0-9A-Za-z.\-+_]*$")
+_VERSION_RE = re.compile(r"[0-9A-Za-z][0-9A-Za-z.\-+_]{0,63}", re.ASCII)
 
 
 @dataclass(frozen=True, order=True)
@@ -58,7 +60,7 @@ class MemberSpec:
             raise UsageError(f"member spec {raw!r}: unknown kind {kind!r}; known kinds: {', '.join(KINDS)}")
         if "@" in head and not version:
             raise UsageError(f"member spec {raw!r}: '@' must be followed by a version, e.g. {kind}@{DEFAULT_CLIENT_VERSIONS[kind]}")
-        if version and not _VERSION_RE.match(version):
+        if version and not _VERSION_RE.fullmatch(version):
             raise UsageError(f"member spec {raw!r}: {version!r} is not a version")
         if faults and kind != "reference":
             raise UsageError(f"member spec {raw!r}: faults are only for 'reference', not {kind!r}")
