@@ -27,6 +27,27 @@ from pathlib import Path
 from typing import Any
 
 from conformance import config
+from conformance.errors import UsageError
+
+
+def ready_dir(path: Path, what: str) -> Path:
+    """``path`` as a directory this user can write, created (with its parents) if missing.
+
+    ``what`` names it in messages (``runs directory``, ``--out``). UsageError, one line, when it
+    cannot be: a part of the path is a file, or the directory is not writable. Called before
+    anything starts, so that a run never ends for want of a place to write."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (OSError, ValueError) as exc:
+        blocker = next((p for p in reversed([path, *path.parents]) if p.exists() and not p.is_dir()), None)
+        if blocker is not None:
+            raise UsageError(f"{what} {path}: {blocker} is a file, not a directory; "
+                             "give a directory (it is created if missing)") from None
+        raise UsageError(f"{what} {path}: cannot create it: {getattr(exc, 'strerror', None) or exc}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UsageError(f"{what} {path}: this user cannot write there; give another directory")
+    return path
 
 
 def new_run_id(label: str = "run") -> str:

@@ -4,28 +4,91 @@ Finds every run directory (a directory holding manifest.json) under the
 given paths, judges them all with the pipeline, and writes the report (see
 conformance.report.site) into ``--out``. Exit 0 when written; with
 ``--check``, exit 1 when any cell did not pass.
+
+Guarantees: nothing is skipped silently. A directory under the given paths
+that looks like a run directory (it sits in a matrix's ``runs/``, or holds
+``members/`` and ``logs/``, ``wire.jsonl`` or ``nemesis.jsonl``) but has no manifest.json,
+a given path with no run directory in it, and a folder that cannot be read
+are each named on stderr, one line each with the reason, and the others are
+still reported (a skipped directory changes no exit status). ``--spark-master``
+and ``--out`` are checked before any judging starts.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
 
 from conformance.errors import UsageError
+from conformance.rundir import ready_dir
+from conformance.spark_master import FORMS, check_spark_master
+
+#: What ``conformance report --help`` says (plain text: the module docstring is for readers of the code).
+DESCRIPTION = """\
+Judge run directories and write the report: the matrix, HTML (index.html), JUnit and
+allure results.
+
+Every directory holding a manifest.json under the given paths is judged. A directory
+that looks like a run but has no manifest.json (a run that stopped before its cluster
+started), a path with no run in it, and a folder that cannot be read are named on
+stderr, one line each, and skipped; the others are still reported.
+
+Exit 0 when the report is written; with --check, exit 1 when a cell did not pass;
+exit 2 on a usage error.
+"""
+
+#: Files of a run directory (conformance.rundir) that mark one even without its manifest; so do
+#: its two folders ``members/`` and ``logs/`` together (the pipeline's tables have a ``members`` too).
+RUN_FILES: tuple[str, ...] = ("wire.jsonl", "nemesis.jsonl")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("report", help="judge run directories and build the matrix, HTML, JUnit and allure reports",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                              description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("runs", nargs="+", type=Path, metavar="RUNS_DIR", help="run directories or folders holding them")
-    p.add_argument("--out", type=Path, required=True, help="where to write the report")
-    p.add_argument("--spark-master", default=None, help="Spark master URL (default: local[*])")
+    p.add_argument("--out", type=Path, required=True, help="where to write the report (created if missing)")
+    p.add_argument("--spark-master", default=None, metavar="URL", help=f"Spark master URL (default: local[*]): {FORMS}")
     p.add_argument("--check", action="store_true", help="exit 1 unless every cell passed")
     p.set_defaults(func=run)
 
 
+def skipped_dirs(roots: list[Path], run_dirs: list[Path]) -> list[tuple[Path, str]]:
+    """Directories under ``roots`` that are not judged though they might be meant to be, each
+    with why (see the module's guarantees); ``run_dirs`` are the run directories found."""
+    runs = {Path(r).resolve() for r in run_dirs}
+    skipped: list[tuple[Path, str]] = []
+
+    def unreadable(exc: OSError) -> None:
+        skipped.append((Path(exc.filename), f"cannot read it ({exc.strerror or exc})"))
+
+    for root in map(Path, roots):
+        if root.resolve() in runs:
+            continue
+        if not root.is_dir():
+            skipped.append((root, "neither a run directory nor a folder holding them"))
+            continue
+        if not any(r == root.resolve() or root.resolve() in r.parents for r in runs):
+            skipped.append((root, "no manifest.json in it or below: no run directory to report"))
+            continue
+        for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable):
+            here = Path(dirpath)
+            if here.resolve() in runs:
+                dirnames[:] = []
+                continue
+            looks_like_run = (here.parent.name == "runs" or {"members", "logs"} <= set(dirnames)
+                              or any(f in filenames for f in RUN_FILES))
+            if here != root and looks_like_run:
+                skipped.append((here, "no manifest.json: a run that stopped before its cluster started, "
+                                      "or not a run directory"))
+                dirnames[:] = []
+    return skipped
+
+
 def build_report(runs: list[Path], out: Path, spark_master: str | None = None) -> tuple[list[dict], dict]:
-    """Judge every run directory under ``runs`` and write the report into ``out``."""
+    """Judge every run directory under ``runs`` and write the report into ``out``; name what is
+    skipped on stderr (one line each)."""
     from conformance.pipeline import judge
     from conformance.pipeline.ingest import find_run_dirs
     from conformance.pipeline.timelines import timelines
@@ -34,11 +97,15 @@ def build_report(runs: list[Path], out: Path, spark_master: str | None = None) -
     missing = [str(r) for r in runs if not Path(r).exists()]
     if missing:
         raise UsageError(f"no such path: {', '.join(missing)}; give run directories or folders that hold them")
+    if spark_master is not None:
+        check_spark_master(spark_master)
     run_dirs = find_run_dirs([Path(r) for r in runs])
     if not run_dirs:
         raise UsageError(f"no manifest.json under {', '.join(map(str, runs))}: nothing to report "
                          "(run `conformance run` first, or point at a reports/<run-id> directory)")
-    out = Path(out)
+    for path, why in skipped_dirs([Path(r) for r in runs], run_dirs):
+        print(f"conformance: skipped {path}: {why}", file=sys.stderr)
+    out = ready_dir(Path(out), "--out")
     verdicts = judge(run_dirs, out / "pipeline", spark_master)
     matrix = write_site(verdicts, out, timelines(out / "pipeline", spark_master))
     return verdicts, matrix
