@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
         specs = [MemberSpec.parse(s) for s in (*config.DEFAULT_MIX, *config.TEST_CLIENTS)]
     else:
         brokers = args.broker or [config.DEFAULT_BROKER]
-        specs = parse_specs(args.clients) if args.clients else [MemberSpec.parse(s) for s in config.DEFAULT_MIX]
+        specs = parse_specs(args.clients) if args.clients is not None else [MemberSpec.parse(s) for s in config.DEFAULT_MIX]
     started = time.monotonic()
     # Clients first: a version that does not exist is the likeliest mistake, and
     # it should be reported before minutes of broker downloads.

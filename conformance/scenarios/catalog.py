@@ -20,6 +20,23 @@ def scenario_names() -> list[str]:
     return sorted(p.stem for p in SCENARIOS_DIR.glob("*.scenario"))
 
 
+def builtin_file(name: str) -> Path:
+    """Where the catalog keeps the scenario called ``name`` (whether or not it exists)."""
+    return SCENARIOS_DIR / f"{name}.scenario"
+
+
+def is_builtin(name: str, source: Path | str | None) -> bool:
+    """True when ``source`` is the catalog's own file for ``name``: only then does the name alone
+    say which scenario ran (a user's file may carry a built-in's name, or live in any folder
+    called ``scenarios``)."""
+    if source is None:
+        return False
+    try:
+        return Path(source).resolve() == builtin_file(name).resolve() and builtin_file(name).is_file()
+    except (OSError, RuntimeError, ValueError):  # an unreadable path, a symlink loop, a NUL
+        return False
+
+
 def get_scenario(name_or_path: str) -> Scenario:
     """Load a scenario by catalog name or file path; UsageError naming the known ones."""
     path = Path(name_or_path)

@@ -1,4 +1,13 @@
-"""``conformance run`` and ``conformance reproduce``."""
+"""``conformance run`` and ``conformance reproduce``.
+
+Guarantee: every input is checked before anything starts (no broker, no member, no
+install): the broker version, the member specs and their versions
+(:mod:`conformance.members.versions`), each scenario against the mix (its targets:
+:func:`conformance.scenarios.parse.check_targets`; its start strategies:
+:func:`conformance.scenarios.mixing.plan_mix`), ``--spark-master``
+(:mod:`conformance.spark_master`) and the runs directory, which is created. A mistake is one
+line on stderr and exit 2.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +16,20 @@ import json
 import random
 import sys
 from pathlib import Path
+from typing import Any
 
 from conformance import config
 from conformance.errors import UsageError
 from conformance.members.spec import MemberSpec, parse_specs
-from conformance.scenarios.catalog import get_scenario, scenario_names
+from conformance.members.versions import check_specs
+from conformance.rundir import ready_dir
+from conformance.scenarios.catalog import get_scenario, is_builtin, scenario_names
 from conformance.scenarios.matrix import MatrixInterrupted, build_cells, run_matrix, summary_table
+from conformance.scenarios.mixing import plan_mix
+from conformance.scenarios.model import Scenario
+from conformance.scenarios.parse import check_targets, load_scenario
 from conformance.scenarios.runner import Cell
+from conformance.spark_master import FORMS, check_spark_master
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,21 +38,42 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help=f"scenario (repeatable); default: {', '.join(config.DEFAULT_SCENARIOS)}; "
                         f"known: {', '.join(scenario_names())}")
     p.add_argument("--clients", metavar="SPEC,...", help="member specs (default: one of each kind)")
-    p.add_argument("--broker", default=config.DEFAULT_BROKER, help="broker version")
+    p.add_argument("--broker", default=config.DEFAULT_BROKER, metavar="VERSION",
+                   help=f"broker version; supported: {', '.join(config.BROKER_VERSIONS)} (default {config.DEFAULT_BROKER})")
     p.add_argument("--seed", type=int, default=None, help="schedule seed (default: random, recorded)")
-    p.add_argument("--runs-dir", type=Path, default=None, help="where the run directory goes")
-    p.add_argument("--spark-master", default=None, help="Spark master URL for judging (default local[*])")
+    p.add_argument("--runs-dir", type=Path, default=None,
+                   help=f"where the run directory goes (created if missing; default {config.RUNS_DIR})")
+    p.add_argument("--spark-master", default=None, metavar="URL",
+                   help=f"Spark master URL for judging (default {config.SPARK_MASTER}): {FORMS}")
     p.set_defaults(func=run)
 
     r = subparsers.add_parser("reproduce", help="run a run directory's scenario, mix, broker and seed again")
     r.add_argument("run_dir", type=Path, help="a cell's run directory (holding manifest.json) or a matrix directory")
-    r.add_argument("--runs-dir", type=Path, default=None)
-    r.add_argument("--spark-master", default=None)
+    r.add_argument("--runs-dir", type=Path, default=None,
+                   help=f"where the new run directory goes (created if missing; default {config.RUNS_DIR})")
+    r.add_argument("--spark-master", default=None, metavar="URL",
+                   help=f"Spark master URL for judging (default {config.SPARK_MASTER}): {FORMS}")
     r.set_defaults(func=reproduce)
+
+
+def preflight(cells: list[Cell], runs_dir: Path | None, spark_master: str | None) -> None:
+    """Check what ``cells`` need before anything starts (see the module's guarantee);
+    UsageError for the first mistake. Creates the runs directory."""
+    if spark_master is not None:
+        check_spark_master(spark_master)
+    for cell in cells:
+        check_targets(cell.scenario, [s.kind for s in cell.specs])
+        try:
+            plan_mix(list(cell.specs), cell.scenario.start_strategies)
+        except UsageError as exc:
+            raise UsageError(f"scenario {cell.scenario.name}: {exc}") from None
+    check_specs(s for cell in cells for s in cell.specs)
+    ready_dir(Path(runs_dir or config.RUNS_DIR), "runs directory")
 
 
 def _run(cells: list[Cell], runs_dir: Path | None, spark_master: str | None, label: str = "matrix") -> int:
     """Run and judge ``cells``; print the closing table, also after Ctrl-C (exit 130)."""
+    preflight(cells, runs_dir, spark_master)
     try:
         result = run_matrix(cells, runs_dir, spark_master, label=label)
     except MatrixInterrupted as stop:
@@ -47,32 +84,79 @@ def _run(cells: list[Cell], runs_dir: Path | None, spark_master: str | None, lab
     return result.exit_code
 
 
+def _notice(message: str) -> None:
+    print(f"conformance: {message}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.broker not in config.BROKER_VERSIONS:
         raise UsageError(f"broker {args.broker!r} is not supported; supported: {', '.join(config.BROKER_VERSIONS)}")
-    specs = parse_specs(args.clients) if args.clients else [MemberSpec.parse(s) for s in config.DEFAULT_MIX]
+    specs = parse_specs(args.clients) if args.clients is not None else [MemberSpec.parse(s) for s in config.DEFAULT_MIX]
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
-    cells = build_cells(args.scenario or list(config.DEFAULT_SCENARIOS), specs, args.broker, seed)
+    cells = build_cells(args.scenario or list(config.DEFAULT_SCENARIOS), specs, args.broker, seed, notice=_notice)
     return _run(cells, args.runs_dir, args.spark_master)
 
 
+def _manifest_scenario(data: dict[str, Any], where: Path) -> Scenario:
+    """The scenario a manifest ran: the catalog's when its file was the catalog's own, else the
+    file it names (which must still say the same ``name``)."""
+    name, source = data["scenario"], data.get("scenario_file")
+    if not isinstance(name, str) or not (source is None or isinstance(source, str)):
+        raise UsageError(f"{where}: not a usable manifest: 'scenario' must be a name and 'scenario_file' a path")
+    if source is None or is_builtin(name, source):
+        return get_scenario(name)
+    path = Path(source)
+    if not path.is_file():
+        raise UsageError(f"{where}: the run's scenario file {source} no longer exists; "
+                         "restore it, or run the scenario again with conformance run --scenario")
+    scenario = load_scenario(path)
+    if scenario.name != name:
+        raise UsageError(f"{where}: the run's scenario file {source} now says 'name {scenario.name}', "
+                         f"the run was {name!r}: the file has changed since")
+    return scenario
+
+
 def cells_from_manifests(path: Path) -> list[Cell]:
+    """The cells the manifests at ``path`` (a cell's run directory, or a matrix directory's
+    ``runs/*/``) ran; UsageError (one plain line) for anything that is not a usable manifest."""
     manifests = [path / "manifest.json"] if (path / "manifest.json").exists() else sorted(path.glob("runs/*/manifest.json"))
     if not manifests:
         raise UsageError(f"{path}: no manifest.json here or under runs/*/: not a run directory")
     cells = []
     for m in manifests:
         try:
-            data = json.loads(m.read_text())
-            name = data["scenario"]
-            scenario = get_scenario(name if name in scenario_names() else data.get("scenario_file") or name)
-            specs = tuple(MemberSpec.parse(x["spec"]) for x in data["members"])
-            cells.append(Cell(scenario, specs, data["broker_version"], int(data["seed"])))
-        except (KeyError, ValueError, TypeError) as exc:
-            raise UsageError(f"{m}: not a usable manifest ({exc!r})") from None
+            data = json.loads(m.read_bytes().decode("utf-8"))
+        except OSError as exc:
+            raise UsageError(f"{m}: cannot read it: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"{m}: not a usable manifest: not UTF-8 text (byte offset {exc.start})") from None
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{m}: not a usable manifest: not JSON ({exc.msg} at line {exc.lineno}, "
+                             f"column {exc.colno})") from None
+        try:
+            if not isinstance(data, dict):
+                raise TypeError("it is not a JSON object")
+            scenario = _manifest_scenario(data, m)
+            members = data["members"]
+            if not isinstance(members, list) or not all(isinstance(x, dict) and isinstance(x.get("spec"), str)
+                                                        for x in members):
+                raise TypeError("'members' must be a list of objects, each with a 'spec'")
+            specs = tuple(MemberSpec.parse(x["spec"]) for x in members)
+            broker, seed = data["broker_version"], data["seed"]
+            if not isinstance(broker, str) or not isinstance(seed, int) or isinstance(seed, bool):
+                raise TypeError("'broker_version' must be a string and 'seed' an integer")
+            cells.append(Cell(scenario, specs, broker, seed))
+        except KeyError as exc:
+            raise UsageError(f"{m}: not a usable manifest: it has no {exc.args[0]!r} field") from None
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"{m}: not a usable manifest: {exc}") from None
     return cells
 
 
 def reproduce(args: argparse.Namespace) -> int:
     cells = cells_from_manifests(args.run_dir)
+    unsupported = sorted({c.broker for c in cells} - set(config.BROKER_VERSIONS))
+    if unsupported:
+        raise UsageError(f"{args.run_dir}: the run used broker {', '.join(unsupported)}, which this suite no longer "
+                         f"supports; supported: {', '.join(config.BROKER_VERSIONS)}")
     return _run(cells, args.runs_dir, args.spark_master, label="reproduce")

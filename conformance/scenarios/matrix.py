@@ -1,8 +1,11 @@
 """The matrix: every cell of scenarios x member mix x broker, run, judged and summarised.
 
 Guarantees: each cell runs in its own run directory under
-``<runs>/<run-id>/runs/<cell-id>/``; the matrix directory gets ``summary.json``
-and the reports even when a cell fails or the run is interrupted (the cells
+``<runs>/<run-id>/runs/<cell-id>/``: :func:`build_cells` runs a cell asked for twice
+(the same scenario file, mix, broker and seed) once, and says so; cells that are
+different yet share an id (two scenario files with one ``name``) get directories
+``<cell-id>``, ``<cell-id>--2``, ... in order (:func:`run_dir_names`). The matrix
+directory gets ``summary.json`` and the reports even when a cell fails or the run is interrupted (the cells
 that finished are judged; the interrupted one is marked incomplete), and then
 the interrupt goes on to the caller as :class:`MatrixInterrupted`, which
 carries that result. The exit status is 0 when every verdict passes, 1 when
@@ -21,7 +24,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from conformance import config
 from conformance.errors import SuiteError
@@ -83,8 +86,33 @@ class MatrixInterrupted(KeyboardInterrupt):
         self.result = result
 
 
-def build_cells(scenarios: list[str], specs: list[MemberSpec], broker: str, seed: int) -> list[Cell]:
-    return [Cell(get_scenario(name), tuple(specs), broker, seed) for name in scenarios]
+def build_cells(scenarios: list[str], specs: list[MemberSpec], broker: str, seed: int,
+                notice: Callable[[str], None] | None = None) -> list[Cell]:
+    """One cell per scenario (a catalog name or a file), in order; a cell equal to an earlier one
+    (the same scenario, however named, with the same mix, broker and seed) is left out, and
+    ``notice`` is told so in one line."""
+    cells: list[Cell] = []
+    for name in scenarios:
+        cell = Cell(get_scenario(name), tuple(specs), broker, seed)
+        if cell in cells:
+            if notice:
+                notice(f"scenario {name} is given more than once with the same mix, broker and seed; its cell runs once")
+            continue
+        cells.append(cell)
+    return cells
+
+
+def run_dir_names(cells: list[Cell]) -> list[str]:
+    """Each cell's run directory name: its ``cell_id``, then ``--2``, ``--3``... appended for a
+    later cell whose id an earlier one has, so that no two cells share a directory."""
+    names: list[str] = []
+    for cell in cells:
+        name, n = cell.cell_id, 1
+        while name in names:
+            n += 1
+            name = f"{cell.cell_id}--{n}"
+        names.append(name)
+    return names
 
 
 def run_matrix(cells: list[Cell], runs_dir: Path | None = None, spark_master: str | None = None,
@@ -93,13 +121,16 @@ def run_matrix(cells: list[Cell], runs_dir: Path | None = None, spark_master: st
 
     Raises :class:`MatrixInterrupted` (after judging what ran) on Ctrl-C."""
     root = Path(runs_dir or config.RUNS_DIR) / new_run_id(label)
-    (root / "runs").mkdir(parents=True, exist_ok=True)
+    try:
+        (root / "runs").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SuiteError(f"cannot create the run directory {root}: {exc.strerror or exc}") from None
     result = MatrixResult(root)
     progress = ProgressLine(len(cells))
     run_dirs: list[Path] = []
     try:
-        for i, cell in enumerate(cells, start=1):
-            rd = RunDir(root / "runs" / cell.cell_id)
+        for i, (cell, dir_name) in enumerate(zip(cells, run_dir_names(cells)), start=1):
+            rd = RunDir(root / "runs" / dir_name)
             for sub in ("members", "logs"):
                 (rd.path / sub).mkdir(parents=True, exist_ok=True)
             run_dirs.append(rd.path)
@@ -107,10 +138,10 @@ def run_matrix(cells: list[Cell], runs_dir: Path | None = None, spark_master: st
             try:
                 CellRun(cell, rd, progress).execute()
             except SuiteError as exc:
-                result.errors.append(f"{cell.cell_id}: {exc}")
+                result.errors.append(f"{dir_name}: {exc}")
                 progress(f"suite error: {exc}")
             except Exception as exc:  # a bug in the suite must not lose the other cells
-                result.errors.append(f"{cell.cell_id}: {exc!r}")
+                result.errors.append(f"{dir_name}: {exc!r}")
                 (rd.logs / "suite-error.txt").write_text(traceback.format_exc())
                 progress(f"suite error: {exc!r} (see {rd.logs / 'suite-error.txt'})")
             progress.done += 1

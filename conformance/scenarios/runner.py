@@ -22,6 +22,7 @@ histories, wire capture, nemesis log, logs). Guarantees:
 from __future__ import annotations
 
 import re
+import shlex
 import sys
 import time
 from dataclasses import dataclass, field
@@ -53,8 +54,12 @@ class Cell:
 
     @property
     def cell_id(self) -> str:
+        """``scenario--mix--kafka-V--seed-N``, of the characters ``A-Za-z0-9.-_`` only (it names a
+        directory). Two cells of scenarios with one name share it; :mod:`conformance.scenarios.matrix`
+        gives each its own run directory."""
         mix = "_".join(re.sub(r"[^A-Za-z0-9.]+", "-", str(s)) for s in self.specs)
-        return f"{self.scenario.name}--{mix}--kafka-{self.broker}--seed-{self.seed}"
+        name = re.sub(r"[^A-Za-z0-9._-]+", "-", self.scenario.name)
+        return f"{name}--{mix}--kafka-{re.sub(r'[^A-Za-z0-9.]+', '-', self.broker)}--seed-{self.seed}"
 
 
 @dataclass
@@ -464,7 +469,12 @@ class CellRun:
 
 
 def reproduce_command(cell: Cell) -> str:
-    clients = ",".join(str(s) for s in cell.specs)
-    scenario = str(cell.scenario.source) if cell.scenario.source and cell.scenario.source.parent.name != "scenarios" \
-        else cell.scenario.name
-    return f"conformance run --scenario {scenario} --clients {clients} --broker {cell.broker} --seed {cell.seed}"
+    """The shell command that runs ``cell`` again: a catalog scenario by its name only when it was
+    read from the catalog's own file (:func:`conformance.scenarios.catalog.is_builtin`), any other
+    scenario file by its absolute path; every word quoted for a POSIX shell."""
+    from conformance.scenarios.catalog import is_builtin
+
+    sc = cell.scenario
+    scenario = sc.name if sc.source is None or is_builtin(sc.name, sc.source) else str(sc.source.absolute())
+    return shlex.join(["conformance", "run", "--scenario", scenario, "--clients", ",".join(str(s) for s in cell.specs),
+                       "--broker", cell.broker, "--seed", str(cell.seed)])
