@@ -113,3 +113,19 @@ def test_malformed_input_one_line_exit_2(args, line):
     assert p.stdout == ""
     assert p.stderr == line + "\n"
     assert "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize(
+    "typed,line",
+    [
+        ("00 11 2z 33", "error at byte 2: invalid hex digit 'z' at character 7"),   # where it was typed, spaces counted
+        ("0x 0g", "error at byte 0: invalid hex digit 'g' at character 4"),
+        (b"00\xff0", "error at byte 1: invalid hex digit (the byte 0xff, not text) at character 2"),
+        ("00\x01", "error at byte 1: invalid hex digit U+0001 at character 2"),
+    ],
+)
+def test_bad_hex_digit_is_shown_where_and_as_typed(typed, line):
+    p = subprocess.run([str(CONFORMANCE), "decode", "subscription", typed], capture_output=True, timeout=60, cwd=REPO_ROOT)
+    assert p.returncode == 2
+    assert p.stdout == b""
+    assert p.stderr.decode() == line + "\n"

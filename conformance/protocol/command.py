@@ -6,7 +6,10 @@
 
 Output is one JSON object on stdout, exit 0. Malformed input, including bad
 hex, prints exactly one line ``error at byte N: REASON`` on stderr and exits
-2 (for bad hex, N is the byte the offending hex digit belongs to). A
+2 (for bad hex, N is the byte the offending hex digit belongs to, and the
+message gives the digit's position in the text as typed, counted from 0,
+spaces and ``0x`` included; a byte that is not text, from a terminal in another
+encoding, is shown as ``(the byte 0xNN, not text)``). A
 subscription or assignment whose declared version is above 3 is not an
 error: it is shown with its declared version and the unparsed ``trailing``
 bytes in hex.
@@ -28,18 +31,28 @@ from conformance.protocol.wire import DecodeError
 _NOT_HEX = re.compile(r"[^0-9a-fA-F]")
 
 
+def _shown(char: str) -> str:
+    """A character for a message: quoted when printable, ``(the byte 0xNN, not text)`` for a byte of the command
+    line that was not text (Python holds it as a lone surrogate), else its code point."""
+    if "\udc80" <= char <= "\udcff":
+        return f"(the byte 0x{ord(char) - 0xDC00:02x}, not text)"
+    return repr(char) if char.isprintable() else f"U+{ord(char):04X}"
+
+
 def parse_hex(text: str) -> bytes:
     """Hex digits to bytes; whitespace and a leading ``0x`` are ignored.
 
-    Raises DecodeError at the byte the first bad digit belongs to.
+    Raises DecodeError at the byte the first bad digit belongs to; the message names the digit's
+    position in ``text`` itself (from 0).
     """
-    digits = "".join(text.split())
+    typed = [i for i, c in enumerate(text) if not c.isspace()]  # where each digit is in what was typed
+    digits = "".join(text[i] for i in typed)
     if digits[:2] in ("0x", "0X"):
-        digits = digits[2:]
+        digits, typed = digits[2:], typed[2:]
     bad = _NOT_HEX.search(digits)
     if bad:
         i = bad.start()
-        raise DecodeError(i // 2, f"invalid hex digit {bad.group()!r} at character {i}")
+        raise DecodeError(i // 2, f"invalid hex digit {_shown(bad.group())} at character {typed[i]}")
     if len(digits) % 2:
         raise DecodeError(len(digits) // 2, f"odd number of hex digits ({len(digits)})")
     return bytes.fromhex(digits)
