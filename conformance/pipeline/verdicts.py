@@ -53,6 +53,7 @@ from conformance import config
 from conformance.pipeline import derived, ingest, metrics
 from conformance.pipeline.batch import CollectBatcher
 from conformance.pipeline.checks import CATALOG
+from conformance.pipeline.checks.rules import RULES
 from conformance.pipeline.parallel import run_all_or_raise, run_in_thread
 from conformance.pipeline.session import get_session, name_jobs, restore_names
 
@@ -73,6 +74,19 @@ class Phases:
 
 def _status(violations: list[dict]) -> str:
     return "fail" if any(v["evidence"].get("severity") != "warning" for v in violations) else "pass"
+
+
+def _finding_order(f: dict):
+    return (f["ts"] is None, f["ts"] or 0, f["message"])
+
+
+def allowed_counts(verdict: dict) -> dict[str, int]:
+    """Allowed findings of a cell per exemption rule (rules with none left out), in the rules' order."""
+    counts: dict[str, int] = {}
+    for inv in verdict["invariants"].values():
+        for f in inv.get("allowed") or []:
+            counts[f["allowed_by"]] = counts.get(f["allowed_by"], 0) + 1
+    return {name: counts[name] for name in RULES if name in counts}
 
 
 def _materialize(spark, t: derived.Tables, tables_dir: Path) -> None:
@@ -107,17 +121,22 @@ def assemble(cells: dict[str, dict], members: dict[str, list[str]], results: dic
             err = f"{type(found).__name__}: {found}".strip()
             detail = "".join(traceback.format_exception(found, limit=4))
             for v in verdicts.values():
-                v["invariants"][inv] = {"status": "unknown", "violations": [], "error": err[:2000],
+                v["invariants"][inv] = {"status": "unknown", "violations": [], "allowed": [], "error": err[:2000],
                                         "traceback": detail[-4000:]}
             continue
         by_run: dict[str, list[dict]] = {run: [] for run in verdicts}
+        allowed_by_run: dict[str, list[dict]] = {run: [] for run in verdicts}
         for viol in found:
             viol = dict(viol)
-            by_run.setdefault(viol.pop("run"), []).append(viol)
+            into = allowed_by_run if viol.get("allowed_by") else by_run
+            into.setdefault(viol.pop("run"), []).append(viol)
         for run, vs in by_run.items():
             if run in verdicts:
-                vs.sort(key=lambda v: (v["ts"] is None, v["ts"] or 0, v["message"]))
-                verdicts[run]["invariants"][inv] = {"status": _status(vs), "violations": vs, "error": None}
+                allowed = allowed_by_run.get(run, [])
+                for group in (vs, allowed):
+                    group.sort(key=_finding_order)
+                verdicts[run]["invariants"][inv] = {"status": _status(vs), "violations": vs, "allowed": allowed,
+                                                    "error": None}
     for run, v in verdicts.items():
         if isinstance(cell_metrics, BaseException):
             v["metrics"] = {"error": f"{type(cell_metrics).__name__}: {cell_metrics}"}
@@ -127,6 +146,7 @@ def assemble(cells: dict[str, dict], members: dict[str, list[str]], results: dic
         if r["run"] in verdicts:
             verdicts[r["run"]]["malformed"].append({"file": r["file"], "line": int(r["line"]), "problem": r["problem"]})
     for v in verdicts.values():
+        v["allowed"] = allowed_counts(v)
         statuses = {i["status"] for i in v["invariants"].values()}
         v["verdict"] = ("fail" if "fail" in statuses else "unknown" if "unknown" in statuses
                         else "incomplete" if v["cut_short"] else "malformed" if v["malformed"] else "pass")

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import functions as F
 
 from conformance import config
+from conformance.pipeline.checks.rules import RULES
 
 if TYPE_CHECKING:
     from conformance.pipeline.derived import Tables
@@ -18,13 +19,23 @@ _HEAL = {"pause": "resume", "proxy-disable": "proxy-enable", "toxic-add": "toxic
 
 
 def violation(invariant: str, run: str, message: str, *, members: list[str] | None = None,
-              generation: int | None = None, partitions: list | None = None, ts: float | None = None,
-              evidence: dict[str, Any] | None = None) -> dict:
-    """A contract-section-7 Violation, plus its ``run``."""
-    return {"run": run, "invariant": invariant, "message": message,
-            "members": sorted({m for m in (members or []) if m}), "generation": generation,
-            "partitions": sorted([[str(p[0]), int(p[1])] for p in (partitions or [])]), "ts": ts,
-            "evidence": evidence or {}}
+              culprit: str | None = None, generation: int | None = None, partitions: list | None = None,
+              ts: float | None = None, evidence: dict[str, Any] | None = None,
+              allowed_by: str | None = None) -> dict:
+    """A finding of ``invariant`` in ``run``.
+
+    ``members``: every member the finding implicates (the matrix fails a pair of kinds only for a
+    finding that implicates both); ``culprit``: the one of them the evidence blames, where it does
+    (it is added to ``members``). ``allowed_by``: the name of the rule of
+    :data:`conformance.pipeline.checks.rules.RULES` that excuses it; the finding is then reported as
+    allowed, never as a violation. An unknown rule name raises ``ValueError``: an exemption that is
+    not in the one list of rules cannot be applied."""
+    if allowed_by is not None and allowed_by not in RULES:
+        raise ValueError(f"{invariant}: no exemption rule named {allowed_by!r}; rules: {', '.join(RULES)}")
+    named = {m for m in (members or []) if m} | ({culprit} if culprit else set())
+    return {"run": run, "invariant": invariant, "message": message, "members": sorted(named), "culprit": culprit,
+            "generation": generation, "partitions": sorted([[str(p[0]), int(p[1])] for p in (partitions or [])]),
+            "ts": ts, "evidence": evidence or {}, "allowed_by": allowed_by}
 
 
 def tps(rows) -> list[list]:

@@ -1,0 +1,96 @@
+"""Every exemption a check may apply, named, with its protocol reason.
+
+A check that finds an anomaly and excuses it does not drop it: it reports an
+*allowed* finding (:func:`conformance.pipeline.checks.common.violation` with
+``allowed_by`` naming a rule below), with the evidence that made the rule
+apply. Allowed findings never fail a cell, and every report shows them per
+cell, counted per rule (summary.json ``allowed``, the HTML cell page, JUnit
+properties, allure parameters), so an exemption that starts excusing too much
+is seen, not silently absorbed.
+
+A rule is as narrow as the evidence that justifies it. Widening one to silence
+a false alarm needs a test that the bug class it could hide is still caught
+(tests/test_pipeline_rules.py holds one per rule: a story inside the rule is
+allowed, the same anomaly just outside it is a violation).
+
+What a check does not judge at all (R1 in eager generations, D1 in a run cut
+short, ...) is scope, said in the check module's docstring; it produces no
+finding of either kind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Rule:
+    """An exemption: ``excuses`` says which anomaly it allows and exactly when, ``reason`` why the
+    protocol makes that anomaly legitimate (with a reference: a KIP, a client's documented
+    behaviour, a measured case)."""
+
+    name: str
+    invariant: str
+    excuses: str
+    reason: str
+
+
+_RULES: tuple[Rule, ...] = (
+    Rule("E5/clock-slack", "E5",
+         "a partition assigned or revoked within a few milliseconds (config.E5_SLACK_MS) of a JoinGroup, "
+         "by the order of the tap's and the harness's clocks",
+         "The wire tap and the harness are different processes stamping epoch ms; a member may record "
+         "an assignment just after the tap forwarded the JoinGroup that already reflects it. Real members "
+         "rejoin 1-5 ms after a revoke, so the slack is milliseconds, not a heartbeat."),
+    Rule("L1/fault-hit-leader", "L1",
+         "a generation whose leader sent no SyncGroup when a fault hit that leader or the broker between the "
+         "generation's join and the next join",
+         "A leader killed, paused or cut off before it could sync cannot send SyncGroup; the coordinator "
+         "times the round out and rebalances (KIP-62 rebalance timeout)."),
+    Rule("L1/leader-stopping", "L1",
+         "a generation whose leader was being stopped (terminate or kill, not started again) when it formed",
+         "A closing client elected leader on its way out rightly abandons the round (LeaveGroup follows)."),
+    Rule("L1/dead-leader-id", "L1",
+         "a generation whose leader id belongs to an instance killed while its JoinGroup was pending, unseen "
+         "on the wire since the member started again",
+         "The coordinator keeps a dead member id until its session expires and may elect it (seen: broker "
+         "3.9.2, reference killed mid-join)."),
+    Rule("R2/fault-window", "R2",
+         "an overlap that begins and ends inside a fault window of one of the two owners or the broker "
+         "(the fault's invocation to its heal plus a session timeout and a heartbeat)",
+         "A member that looks dead to the group (paused, cut off) loses its partitions at the coordinator "
+         "before it can know; it records `lost` only once it notices (KIP-429: lost partitions)."),
+    Rule("R3/fault-window", "R3",
+         "a revoke and re-assign of a retained partition inside a fault window of the member or the broker",
+         "The member's session was cut, not rebalanced; Sarama ends its whole session on a coordinator EOF "
+         "and, having no `lost` signal, reports a revoke of everything it then gets back."),
+    Rule("R3/replanned", "R3",
+         "a revoke and re-assign when the group's membership really changed between the two generations "
+         "(a member left or joined: the leader's member ids differ) or the topics the two assignments "
+         "cover differ, and the revoking generation's assignment did not keep the partition",
+         "The revoke was due in the first round; the next leader planned for another group (KIP-429 "
+         "follow-up rebalance). Seen with kafka-python leading subscription-change."),
+    Rule("R4/fault-window", "R4",
+         "a revoked partition that reaches no new owner within the bound while a fault window of the "
+         "revoker or the broker is open at the revoke",
+         "The session was cut, not rebalanced (as R3/fault-window); V1 judges that the group converges and "
+         "owns every partition after the last fault."),
+    Rule("D3/rebalance", "D3",
+         "a re-read by a member that acquired the partition between the two reads, or of records another "
+         "member read first, starting at or above no commit accepted before the re-reader acquired it",
+         "A new owner resumes from the last committed offset; records consumed but not yet committed by "
+         "the previous owner are delivered again (at-least-once delivery)."),
+    Rule("D3/fault", "D3",
+         "a re-read while a fault window of the re-reader, the first reader or the broker is open",
+         "A member cut off or paused keeps fetching until it learns it was fenced; its last fetches overlap "
+         "the new owner's reads (at-least-once delivery under faults)."),
+    Rule("P1/fault-window", "P1",
+         "a stall longer than the bound of which no stretch outside the fault windows of the owner or the broker "
+         "(the fault's invocation to its heal plus a session timeout and a heartbeat) is longer than the bound",
+         "A paused member fetches nothing; a member cut off from the broker, or a broker being restarted, serves "
+         "no fetch; after the heal the member needs up to a session timeout to learn whether it still owns the "
+         "partition (KIP-429: lost partitions) before it fetches again or gives it up."),
+)
+
+#: name -> Rule, in report order.
+RULES: dict[str, Rule] = {r.name: r for r in _RULES}
