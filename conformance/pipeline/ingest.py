@@ -107,6 +107,7 @@ def stage(run_dirs: list[Path]) -> Staged:
             "complete": m["complete"] is not False,
             "cut_short": (m["cut_short"] or "the manifest says the run did not finish")
             if m["complete"] is False else None,
+            "await_timeouts": m["await_timeouts"],
         })
         for mem in m["members"]:
             st.members.append({"run": run, "member": mem["name"], "spec": mem["spec"], "kind": mem["kind"],
@@ -114,6 +115,7 @@ def stage(run_dirs: list[Path]) -> Staged:
                                "group_instance_id": mem["group_instance_id"], "faults": list(mem["faults"] or [])})
         st.topics += [{"run": run, "topic": topic, "partitions": n} for topic, n in m["topics"].items()]
         _stage_nemesis(run, run_dir / "nemesis.jsonl", st)
+        st.malformed += _missing_inputs(run, run_dir, m)
         wire_path = run_dir / "wire.jsonl"
         if wire_path.is_file():
             with wire_path.open(encoding="utf-8", errors="replace") as fh:
@@ -132,6 +134,25 @@ def stage(run_dirs: list[Path]) -> Staged:
                 # Hadoop takes plain paths literally (a percent-encoded URI would not be found).
                 st.files.append({"uri": str(hist.resolve()), "run": run, "file": str(hist)})
     return st
+
+
+def _missing_inputs(run: str, run_dir: Path, m: dict) -> list[dict]:
+    """A malformed row (line 0) for each input a judged cell cannot do without: the wire capture and
+    the history of every member the manifest names, each present and not empty. Judged without them,
+    every wire invariant or every check of that member would pass on nothing."""
+    needed = [(run_dir / "wire.jsonl", "the wire capture")]
+    needed += [(run_dir / "members" / f"{mem['name']}.jsonl", f"the history of member {mem['name']}")
+               for mem in m["members"]]
+    out = []
+    for path, what in needed:
+        try:
+            empty = path.stat().st_size == 0
+        except OSError:
+            out.append({"run": run, "file": str(path), "line": 0, "problem": f"{what} is missing: nothing was judged from it"})
+            continue
+        if empty:
+            out.append({"run": run, "file": str(path), "line": 0, "problem": f"{what} is empty: nothing was judged from it"})
+    return out
 
 
 def _stage_nemesis(run: str, path: Path, st: Staged) -> None:

@@ -103,6 +103,18 @@ def read_manifest(run_dir: Path) -> tuple[dict[str, Any], list[str]]:
             m["topics"][topic] = count
         else:
             bad(f"topics.{topic}", count, "a partition count (an integer >= 0)")
+    m["await_timeouts"] = []
+    for i, note in entries("notes", list, "a list"):
+        if not isinstance(note, dict) or "await" not in note:
+            continue   # other notes (rotate-leader, ...) are for people, not judged
+        if isinstance(note.get("await"), str) and _is(note.get("ts"), (int, float)) \
+                and _is(note.get("timeout_ms"), (int, float)):
+            m["await_timeouts"].append({"ts": float(note["ts"]), "await": note["await"],
+                                        "timeout_ms": float(note["timeout_ms"]),
+                                        "phase": note["phase"] if isinstance(note.get("phase"), str) else None,
+                                        "state": str(note.get("state") or "")})
+        else:
+            bad(f"notes[{i}]", note, "an await note with a string await and numeric ts and timeout_ms")
     m["members"] = []
     for i, member in entries("members", list, "a list"):
         if not isinstance(member, dict) or not isinstance(member.get("name"), str) or not member["name"]:

@@ -31,6 +31,8 @@ CELLS = _s(
     ("convergence_bound_ms", DoubleType()), ("revoke_bound_ms", DoubleType()), ("start_ts", DoubleType()),
     ("last_fault_ts", DoubleType()), ("end_ts", DoubleType()), ("leader_rotation", BooleanType()),
     ("complete", BooleanType()), ("cut_short", StringType()),
+    ("await_timeouts", ArrayType(_s(("ts", DoubleType()), ("await", StringType()), ("timeout_ms", DoubleType()),
+                                    ("phase", StringType()), ("state", StringType())))),
 )
 MEMBERS = _s(("run", StringType()), ("member", StringType()), ("spec", StringType()), ("kind", StringType()),
              ("version", StringType()), ("strategies", ArrayType(StringType())), ("group_instance_id", StringType()),

@@ -268,6 +268,7 @@ BREAKS: dict[str, str] = {
     "v1-crash": "m2 starts again at 30 s without having stopped and without a kill",
     "v1-unowned": "m2 loses t-3 at 30 s and nobody owns it to the end",
     "v1-slow": "m2's start is the last fault, and the group converges 2.7 s later against a 1 s bound",
+    "v1-await": "the runner's await stable of phase bounce timed out (manifest notes): the group never settled",
     "v1-kill-allowed": "m2 is killed at 30 s; m1 takes t-2, t-3 in generation 4: allowed, the whole cell passes",
 }
 
@@ -478,13 +479,17 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
     end = 60000.0
     if break_ == "r2-unhealed-allowed":
         return b.write(end, complete=False)              # m1 is still paused: nobody stops
-    b.stopped("m1", end - 100)
+    # Teardown, as the runner does it: the scenario ends (end_ts), then every member is stopped.
+    b.stopped("m1", end + 100)
     if break_ == "v1":
         b.error("m2", end - 200, "boom: unexpected client state", fatal=True)
     elif break_ not in ("v1-hang", "v1-kill-allowed") and not regrouped:
-        b.stopped("m2", end - 50)
+        b.stopped("m2", end + 150)
     if break_ == "l4-lost-allowed":
-        b.stopped("m3", end - 30)
+        b.stopped("m3", end + 170)
+    if break_ == "v1-await":
+        return b.write(end, notes=[{"ts": 45000.0, "phase": "bounce", "await": "stable", "timeout_ms": 30000,
+                                    "state": "t-1 owned by m1, m2"}])
     return b.write(end)
 
 
@@ -518,8 +523,8 @@ def eager_story(root: Path, run_id: str, *, break_: str | None = None, **kw) -> 
     b.sync(2, 11100, "m1", {"m1": all4[:2], "m2": all4[2:]}, protocol="range")
     b.assigned("m1", 11200, all4[:2])
     b.assigned("m2", 11200, all4[2:])
-    b.stopped("m1", 59900)
-    b.stopped("m2", 59950)
+    b.stopped("m1", 60100)    # teardown, after the scenario's end
+    b.stopped("m2", 60150)
     return b.write(60000.0)
 
 

@@ -16,7 +16,11 @@ histories, wire capture, nemesis log, logs). Guarantees:
 - Every process is stopped when the cell ends, however it ends (the
   supervisor's guarantee); temporary faults are healed first.
 - Time bounds (await timeouts) are scenario data; a timeout is not a suite
-  error: it is recorded in the manifest's ``notes`` and the checks (V1) judge it.
+  error: it is recorded in the manifest's ``notes`` (``await``, ``timeout_ms``
+  and the ``state`` the observer saw) and V1 judges it as a violation.
+- ``last_fault_ts`` is the last fault before the scenario's end (``end_ts``);
+  the stops of teardown are logged in the nemesis log but are not faults of
+  the scenario.
 """
 
 from __future__ import annotations
@@ -113,7 +117,8 @@ class CellRun:
                 "revoke_bound_ms": config.REVOKE_BOUND_MS,
             },
             "phases": self.phases,
-            "last_fault_ts": self.nemesis.last_fault_ts if self.nemesis else None,
+            # The last fault of the scenario itself: teardown's stops come after ``end_ts`` and are not faults.
+            "last_fault_ts": self.last_fault_ts if self.end_ts else (self.nemesis.last_fault_ts if self.nemesis else None),
             "start_ts": self.start_ts,
             "end_ts": self.end_ts,
             "teardown_end_ts": now_ms() if self.end_ts else None,
@@ -166,6 +171,7 @@ class CellRun:
         self._ensure_clients()
         self.start_ts = now_ms()
         self.end_ts: float | None = None
+        self.last_fault_ts: float | None = None
         log = NemesisLog(self.run_dir.nemesis)
         self.progress("starting broker and toxiproxy")
         with Supervisor(self.run_dir.logs) as sup, \
@@ -192,6 +198,7 @@ class CellRun:
                 raise
             finally:
                 self.end_ts = now_ms()  # the scenario's end: what V1 judges; teardown follows
+                self.last_fault_ts = self.nemesis.last_fault_ts
                 self.nemesis.heal_all()
                 self._stop_all_members()
                 if self.producer.alive():

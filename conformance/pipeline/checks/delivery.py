@@ -10,10 +10,12 @@ Allowed anomalies, each with its reason:
   client bug (a re-fetch without cause) and fails D3.
 - D2: commits with generation -1 (no group membership) and KIP-848 epochs are
   not judged for staleness.
-- V1: the end of observation is the first ``stopped`` after the last fault
-  (the runner's shutdown) or the run end; a member killed by the nemesis is
-  not a crash; a member still running at the end of an interrupted run is not
-  a hang.
+- V1: the end of observation is the scenario's end (teardown follows it),
+  and convergence is measured from the last fault before it; a member killed
+  by the nemesis is not a crash; a member still running at the end of an
+  interrupted run is not a hang. An ``await`` of the scenario that timed out
+  (manifest notes) is a violation carrying the state the runner saw, in a
+  run that reached its end.
 - Runs cut short (a suite error or Ctrl-C ended them before their scenario
   did; manifest ``complete`` false): D1 is not judged, since it promises
   delivery by the end of the scenario, which such a run never reached; V1
@@ -189,14 +191,22 @@ def check_d3(t: Tables) -> list[dict]:
 
 def observation(t: Tables):
     """Per run, V1's window: its timing bounds (:func:`common.timing`), ``run_end_ts``, ``since``
-    (the last fault, else the first event) and ``eval_ts``, the end of observation: the first
-    ``stopped`` after ``since`` (the runner's shutdown), else the run end. One pass over the events."""
+    (the last fault before the scenario's end, else the first event) and ``eval_ts``, the end of
+    observation: the scenario's end (manifest ``end_ts``: every member still runs then, teardown
+    follows), else, for a run whose manifest lacks it, the first ``stopped`` after ``since``.
+
+    The last fault is read from the nemesis log (every line but ``start`` at or before the
+    scenario's end), so teardown's stops, logged after the end, never count: a run directory
+    whose manifest wrote its ``last_fault_ts`` after teardown is judged the same."""
     seen = t.events.groupBy("run").agg(F.min("ts").alias("first_ts"),
                                        F.collect_list(F.when(F.col("event") == "stopped", F.col("ts"))).alias("_stops"))
-    return (timing(t.cells).join(t.run_end, "run").join(seen, "run", "left")
-            .withColumn("since", F.coalesce("last_fault_ts", "first_ts"))
+    faults = (t.nemesis.where(F.col("fault") != "start").join(t.run_end, "run")
+              .where(F.col("ts") <= F.col("run_end_ts")).groupBy("run").agg(F.max("ts").alias("logged_fault_ts")))
+    written = F.when(F.col("last_fault_ts") <= F.col("run_end_ts"), F.col("last_fault_ts"))
+    return (timing(t.cells).join(t.run_end, "run").join(seen, "run", "left").join(faults, "run", "left")
+            .withColumn("since", F.coalesce("logged_fault_ts", written, "first_ts"))
             .withColumn("first_stop", F.array_min(F.filter("_stops", lambda ts: ts > F.col("since")))).drop("_stops")
-            .withColumn("eval_ts", F.least(F.coalesce("first_stop", "run_end_ts"), "run_end_ts")))
+            .withColumn("eval_ts", F.coalesce("end_ts", F.least(F.coalesce("first_stop", "run_end_ts"), "run_end_ts"))))
 
 
 def check_v1(t: Tables) -> list[dict]:
@@ -219,8 +229,15 @@ def check_v1(t: Tables) -> list[dict]:
                .join(t.cells.select("run", "complete"), "run").join(last_error, ["run", "file", "incarnation"], "left")
                .where((F.col("end_kind") == "restarted") | ((F.col("end_kind") == "run-end") & F.col("complete"))
                       | (F.coalesce("had_fatal", F.lit(0)) == 1)))
-    per_run, crashed = t.collect_many(per_run, crashed)
+    timed_out = (t.cells.where(F.col("complete")).select("run", F.explode("await_timeouts").alias("a"))
+                 .select("run", "a.*"))
+    per_run, crashed, timed_out = t.collect_many(per_run, crashed, timed_out)
     out = []
+    for r in timed_out:
+        out.append(violation("V1", r["run"], f"await {r['await']} timed out after {r['timeout_ms'] / 1000:.0f} s"
+                             + (f" in phase {r['phase']}" if r["phase"] else "") + f": {r['state'] or 'no state seen'}",
+                             ts=r["ts"], evidence={"await": r["await"], "timeout_ms": r["timeout_ms"],
+                                                   "phase": r["phase"], "state": r["state"]}))
     for r in per_run:
         cut_early = not r["complete"] and (r["since"] is None or r["eval_ts"] - r["since"] < r["convergence_ms"])
         if r["unowned"] and not cut_early:
