@@ -13,6 +13,7 @@ import time
 
 from conformance import config
 from conformance.members.spec import MemberSpec, parse_specs
+from conformance.members.versions import check_specs
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -37,7 +38,8 @@ def run(args: argparse.Namespace) -> int:
         specs = parse_specs(args.clients) if args.clients is not None else [MemberSpec.parse(s) for s in config.DEFAULT_MIX]
     started = time.monotonic()
     # Clients first: a version that does not exist is the likeliest mistake, and
-    # it should be reported before minutes of broker downloads.
+    # it should be reported before minutes of broker downloads (one line, the closest versions).
+    check_specs(specs)
     for spec in dict.fromkeys(MemberSpec(s.kind, s.version) for s in specs):
         member_install.ensure_client(spec)
     for version in dict.fromkeys(brokers):

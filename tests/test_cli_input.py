@@ -304,3 +304,12 @@ def test_help_texts_are_plain_and_complete(capsys) -> None:
     assert "where the new run directory goes" in reproduce and "Spark master URL" in reproduce
     run = " ".join(help_text(capsys, "run").split())
     assert f"supported: {', '.join(config.BROKER_VERSIONS)}" in run
+
+
+@pytest.mark.parametrize("clients, words", [("", ("no member specs given",)),
+                                             ("reference,java@99.99.99", ("java@99.99.99", "closest: 4.4.0"))])
+def test_setup_refuses_bad_clients_before_installing(capsys, started, monkeypatch, clients: str, words) -> None:
+    import conformance.members.install as install
+    monkeypatch.setattr(install, "ensure_client", lambda spec: pytest.fail(f"installed {spec}"))
+    code, err = run_cli(capsys, "setup", "--clients", clients)
+    assert_refused(code, err, *words)
