@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 
 def test_cells_follow_the_options() -> None:
     out = subprocess.run(
@@ -17,9 +19,10 @@ def test_cells_follow_the_options() -> None:
     assert "pause--" in ids[1]
 
 
-def test_bad_option_is_a_clear_error() -> None:
+@pytest.mark.parametrize("clients, message", [("jav@1", "unknown kind 'jav'"), ("", "no member specs given")])
+def test_bad_option_is_a_clear_error(clients: str, message: str) -> None:
     out = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "--pyargs", "conformance.suite",
-         "--clients", "jav@1", "-p", "no:cacheprovider"], capture_output=True, text=True, timeout=120)
+         "--clients", clients, "-p", "no:cacheprovider"], capture_output=True, text=True, timeout=120)
     assert out.returncode != 0
-    assert "unknown kind 'jav'" in out.stdout + out.stderr
+    assert message in out.stdout + out.stderr
