@@ -200,6 +200,13 @@ def test_reproduce_replays_the_user_file_not_the_builtin_of_its_name(tmp_path) -
     assert builtin.scenario == get_scenario("crash-restart")
 
 
+def test_reproduce_a_builtin_recorded_by_another_checkout_is_the_builtin(tmp_path) -> None:
+    other = Path("/elsewhere/checkout/fixtures/scenarios/crash-restart.scenario")
+    run_dir = _manifest(tmp_path / "run", get_scenario("crash-restart"), scenario_file=str(other))
+    [cell] = command.cells_from_manifests(run_dir)
+    assert cell.scenario == get_scenario("crash-restart")
+
+
 def test_reproduce_a_missing_user_file_is_one_plain_line(capsys, started, tmp_path) -> None:
     mine = tmp_path / "gone.scenario"
     mine.write_text(GOOD)

@@ -98,14 +98,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _manifest_scenario(data: dict[str, Any], where: Path) -> Scenario:
-    """The scenario a manifest ran: the catalog's when its file was the catalog's own, else the
-    file it names (which must still say the same ``name``)."""
+    """The scenario a manifest ran: the catalog's when its file was the catalog's own (of this
+    checkout, or of another one: ``.../fixtures/scenarios/<name>.scenario`` that is not here),
+    else the file it names (which must still say the same ``name``)."""
     name, source = data["scenario"], data.get("scenario_file")
     if not isinstance(name, str) or not (source is None or isinstance(source, str)):
         raise UsageError(f"{where}: not a usable manifest: 'scenario' must be a name and 'scenario_file' a path")
     if source is None or is_builtin(name, source):
         return get_scenario(name)
     path = Path(source)
+    if not path.is_file() and path.parts[-3:] == ("fixtures", "scenarios", f"{name}.scenario"):
+        return get_scenario(name)  # a run on another machine or checkout: its catalog, by name
     if not path.is_file():
         raise UsageError(f"{where}: the run's scenario file {source} no longer exists; "
                          "restore it, or run the scenario again with conformance run --scenario")
