@@ -1,7 +1,7 @@
 """Whether a member's ``KIND@VERSION`` exists and can run, decided before a run starts.
 
-:func:`check_specs` is what ``conformance run`` and ``reproduce`` call on the mix, once, before
-anything starts; :func:`problem` is its decision, a pure function of the kind, the version and
+:func:`check_specs` is what ``conformance run``, ``reproduce`` and ``setup`` call on the mix,
+once, before anything starts or is installed; :func:`problem` is its decision, a pure function of the kind, the version and
 the versions its registry lists.
 
 Guarantees:
