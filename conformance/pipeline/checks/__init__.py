@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from conformance.pipeline.checks import delivery, encoding, leadership, revoke
+from conformance.pipeline.checks import delivery, encoding, leadership, progress, revoke
 from conformance.pipeline.derived import Tables
 
 Check = Callable[[Tables], list[dict]]
@@ -37,6 +37,8 @@ CATALOG: dict[str, tuple[Check, str]] = {
     "D1": (delivery.check_d1, "every acknowledged record is consumed at least once"),
     "D2": (delivery.check_d2, "committed offsets never go backwards; no stale-generation commit is accepted"),
     "D3": (delivery.check_d3, "duplicates are counted and attributed to a rebalance or fault"),
+    "P1": (progress.check_p1, "a live, unpaused owner consumes a partition with records available within the "
+                              "convergence bound"),
     "V1": (delivery.check_v1, "the group converges after the last fault; no member crashes"),
 }
 

@@ -1,0 +1,186 @@
+"""P1 (progress) on hand-made histories with real timing, judged by real Spark in one call.
+
+Every story has java m1 and the reference member m2 in a cooperative group on
+topic t (4 partitions), the producer writing at the scenarios' rate (200
+records/s: a batch of 5 records to each partition every 100 ms, acknowledged
+as produced, until 90 s), each owner reading every batch 7 ms after it was
+acknowledged, and the manifest timing of synth's stories (session 10 s,
+heartbeat 1 s, max poll 30 s, convergence bound 40 s: P1's bound).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conformance.pipeline import judge
+from conformance.pipeline.synth import CellBuilder
+
+pytestmark = pytest.mark.slow
+
+T = "t"
+PARTS = [(T, p) for p in range(4)]
+TICK_MS = 100          # 4 partitions x 5 records every 100 ms = 200 records/s, the scenarios' producer rate
+BATCH = 5
+READ_AFTER_MS = 7      # an owner's fetch returns a batch a few ms after its acknowledgement
+PRODUCE_FROM, PRODUCE_TO = 1500, 90000
+END = 94500.0        # the scenario's end (manifest end_ts); members are stopped after it, at teardown
+
+
+def _story(root: Path, run_id: str, variant: str) -> Path:
+    """Story (every variant): m1 starts at 1 s and leads generation 1, taking t-0..3. m2 starts at
+    10 s; generation 2 (11 s) keeps t-0, t-1 with m1, which commits and revokes t-2, t-3 and rejoins
+    3 ms later; the follow-up generation 3 gives them to m2, which records them assigned once it
+    has their positions (11.235 s). Owners read every batch as it comes, from the position the
+    previous owner reached. The producer stops at 90 s (``await drained``), everything is read, and
+    m1 and m2 close at 95 s (revoke, stop).
+
+    ``clean``: nothing else happens; P1 holds.
+    ``stalled``: from 15 s m2 reads nothing more of t-3 (it keeps owning it, heartbeating and
+    reading t-2): records wait 80 s, P1 fails naming t-3 and m2.
+    ``paused-long``: m2 is paused (SIGSTOP) at 20 s and resumed at 70 s. Its session expires at 30
+    s: generation 4 (m1 alone) gives m1 t-2, t-3, which reads them from m2's position. Resumed, m2
+    learns it was fenced (UNKNOWN_MEMBER_ID on its heartbeat) and records t-2, t-3 lost at 70.02 s;
+    it rejoins at once, generation 5 takes t-2, t-3 from m1 (revoked at 70.14 s) and the follow-up
+    generation 6 gives them back to m2. m2's history owned t-3 from 20 s to 70 s with records
+    waiting and nothing read: 50 s, but all inside the pause's window: allowed (P1/fault-window).
+    ``paused-outlived``: m2 is paused at 20 s for 5 s (inside its session: nothing moves); resumed,
+    it reads t-2 again but never t-3 until it closes at 95 s: the stall outlives the pause's window
+    (to 36 s: the resume plus a session timeout and a heartbeat) by 59 s: a violation.
+    """
+    b = CellBuilder(root, run_id, scenario=f"progress-{variant}", topics={T: 4})
+    acts: list[tuple[float, int, object]] = []
+
+    def at(ts: float, fn, *args, **kw) -> None:
+        acts.append((float(ts), len(acts), lambda: fn(*args, **kw)))
+
+    all4, low, high = PARTS, PARTS[:2], PARTS[2:]
+    # Who owns what when, per partition: (member, from, to) -- the histories' assigned/revoked/lost.
+    owners: dict[tuple, list[tuple[str, float, float]]] = {tp: [("m1", 2110, 94990)] for tp in low}
+    paused: dict[str, list[tuple[float, float]]] = {"m1": [], "m2": []}
+    stalled: dict[tuple, tuple[str, float]] = {}   # tp -> (member, from): the owner reads nothing more of it
+
+    at(1000, b.started, "m1", 1000)
+    at(2000, b.join, 1, 2000, "m1", {"m1": b.subscription("m1")})
+    at(2100, b.sync, 1, 2100, "m1", {"m1": all4})
+    at(2110, b.assigned, "m1", 2110, all4)
+    at(10000, b.started, "m2", 10000)
+    at(11000, b.join, 2, 11000, "m1", {"m1": b.subscription("m1", owned=all4, generation=1), "m2": b.subscription("m2")})
+    at(11100, b.sync, 2, 11100, "m1", {"m1": low, "m2": []})
+    at(11120, b.revoked, "m1", 11120, high)
+    at(11123, b.join, 3, 11123, "m1", {"m1": b.subscription("m1", owned=low, generation=2),
+                                        "m2": b.subscription("m2", generation=2)})
+    at(11223, b.sync, 3, 11223, "m1", {"m1": low, "m2": high})
+    at(11235, b.assigned, "m2", 11235, high)
+    for tp in high:
+        owners[tp] = [("m1", 2110, 11120), ("m2", 11235, 95040)]
+
+    if variant == "stalled":
+        stalled[(T, 3)] = ("m2", 15000)
+    elif variant == "paused-long":
+        at(20000, b.fault, 20000, "pause", "m2")
+        paused["m2"].append((20000, 70000))
+        # m2's session expires at 30 s: m1 alone forms generation 4 and takes t-2, t-3.
+        at(30000, b.join, 4, 30000, "m1", {"m1": b.subscription("m1", owned=low, generation=3)})
+        at(30100, b.sync, 4, 30100, "m1", {"m1": all4})
+        at(30110, b.assigned, "m1", 30110, high)
+        at(70000, b.fault, 70000, "resume", "m2", phase="heal")
+        at(70020, b.lost, "m2", 70020, high)
+        at(70023, b.join, 5, 70023, "m1", {"m1": b.subscription("m1", owned=all4, generation=4),
+                                            "m2": b.subscription("m2")})
+        at(70123, b.sync, 5, 70123, "m1", {"m1": low, "m2": []})
+        at(70140, b.revoked, "m1", 70140, high)
+        at(70143, b.join, 6, 70143, "m1", {"m1": b.subscription("m1", owned=low, generation=5),
+                                            "m2": b.subscription("m2", generation=5)})
+        at(70243, b.sync, 6, 70243, "m1", {"m1": low, "m2": high})
+        at(70255, b.assigned, "m2", 70255, high)
+        for tp in high:
+            owners[tp] = [("m1", 2110, 11120), ("m2", 11235, 70020), ("m1", 30110, 70140), ("m2", 70255, 95040)]
+    elif variant == "paused-outlived":
+        at(20000, b.fault, 20000, "pause", "m2")
+        paused["m2"].append((20000, 25000))
+        at(25000, b.fault, 25000, "resume", "m2", phase="heal")
+        stalled[(T, 3)] = ("m2", 20000)
+    elif variant != "clean":
+        raise ValueError(variant)
+
+    # The producer, and every owner reading what was acknowledged, from the group's position.
+    acked = {tp: 0 for tp in all4}       # next offset to produce
+    position = {tp: 0 for tp in all4}    # next offset to read (committed by the owner after each batch)
+    for tick in range(PRODUCE_FROM, PRODUCE_TO, TICK_MS):
+        for i, tp in enumerate(all4):
+            at(tick + i, b.produced, tick + i, T, tp[1], acked[tp], acked[tp] + BATCH - 1)
+            acked[tp] += BATCH
+    ticks = list(range(PRODUCE_FROM, PRODUCE_TO + 2 * TICK_MS, TICK_MS))
+    produced_at = {tp: [(tick + i, (tick - PRODUCE_FROM) // TICK_MS * BATCH + BATCH)
+                        for tick in range(PRODUCE_FROM, PRODUCE_TO, TICK_MS)] for i, tp in enumerate(all4)}
+    for tick in ticks:
+        for i, tp in enumerate(all4):
+            ts = tick + i + READ_AFTER_MS
+            upto = max([n for a, n in produced_at[tp] if a <= ts] or [0])
+            live = [m for m, s, e in owners[tp] if s < ts < e and not any(p0 <= ts < p1 for p0, p1 in paused[m])
+                    and not (tp in stalled and stalled[tp][0] == m and ts >= stalled[tp][1])]
+            if live and upto > position[tp]:
+                at(ts, b.consumed, live[-1], ts, T, tp[1], position[tp], upto - 1)
+                position[tp] = upto
+    at(94990, b.revoked, "m1", 94990, low)
+    at(95000, b.stopped, "m1", 95000)
+    at(95040, b.revoked, "m2", 95040, high)
+    at(95050, b.stopped, "m2", 95050)
+
+    for _, _, fn in sorted(acts, key=lambda a: (a[0], a[1])):
+        fn()
+    return b.write(END, start_ts=0.0)
+
+
+VARIANTS = ("clean", "stalled", "paused-long", "paused-outlived")
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory):
+    root = tmp_path_factory.mktemp("progress")
+    dirs = [_story(root / "runs", v, v) for v in VARIANTS]
+    return {v["run"]: v for v in judge(dirs, root / "out")}
+
+
+def test_clean_story_passes_p1_and_every_invariant(judged) -> None:
+    cell = judged["clean"]
+    assert cell["invariants"]["P1"] == {"status": "pass", "violations": [], "allowed": [], "error": None}
+    bad = {k: [v["message"] for v in i["violations"]] for k, i in cell["invariants"].items() if i["status"] != "pass"}
+    assert bad == {} and cell["verdict"] == "pass"
+
+
+def test_a_stalled_partition_fails_p1_naming_partition_owner_and_length(judged) -> None:
+    p1 = judged["stalled"]["invariants"]["P1"]
+    assert p1["status"] == "fail" and p1["allowed"] == []
+    [v] = p1["violations"]
+    assert v["partitions"] == [["t", 3]] and v["culprit"] == "m2" and v["members"] == ["m2"]
+    # m2 read t-3 last at 14.91 s (offsets up to 674); the next batch was acknowledged at 15.003 s; m2 revoked
+    # t-3 at 95.04 s, so every batch acknowledged until 55.04 s waited longer than the bound.
+    assert v["message"] == ("m2 owned t-3 from 11.2 s but consumed nothing from it for 80.0 s from 15.0 s "
+                            "(offsets 675-2679 were acknowledged by 55.0 s); bound 40.0 s"), v["message"]
+    assert v["evidence"]["stall_ms"] == pytest.approx(95040 - 15003)
+    assert v["evidence"]["ended_by"] == "revoked" and v["evidence"]["fault_windows"] == []
+
+
+def test_a_stall_inside_a_pause_window_is_allowed(judged) -> None:
+    p1 = judged["paused-long"]["invariants"]["P1"]
+    assert p1["status"] == "pass" and p1["violations"] == []
+    found = {(tuple(a["partitions"][0]), a["culprit"]): a for a in p1["allowed"]}
+    assert set(found) == {(("t", 2), "m2"), (("t", 3), "m2")}
+    for a in found.values():
+        assert a["allowed_by"] == "P1/fault-window"
+        assert a["evidence"]["ended_by"] == "lost" and a["evidence"]["outside_fault_windows_ms"] == 0
+        assert [w["fault"] for w in a["evidence"]["fault_windows"]] == ["pause"]
+        assert "consumed nothing from it for 50.0 s" in a["message"] and "(pause of m2)" in a["message"]
+
+
+def test_a_stall_that_outlives_its_pause_window_fails(judged) -> None:
+    p1 = judged["paused-outlived"]["invariants"]["P1"]
+    assert p1["status"] == "fail" and p1["allowed"] == []
+    [v] = p1["violations"]
+    assert v["partitions"] == [["t", 3]] and v["culprit"] == "m2"
+    # The pause's window ends at 25 s + a session timeout + a heartbeat = 36 s; m2 revokes t-3 at 95.04 s.
+    assert v["evidence"]["outside_fault_windows_ms"] == pytest.approx(95040 - 36000)
+    assert "; 59.0 s of it outside the fault windows (pause of m2)" in v["message"], v["message"]
