@@ -37,6 +37,7 @@ REFERENCE_FAULTS: tuple[str, ...] = (
     "skip-revoke",
     "no-follow-up-rejoin",
     "slow-sync",
+    "stall-retained",
 )
 
 _VERSION_RE = re.compile(r"[0-9A-Za-z][0-9A-Za-z.\-+_]{0,63}", re.ASCII)

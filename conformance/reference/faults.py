@@ -27,6 +27,11 @@ skip-revoke                keeps fetching (and recording ``consumed`` for)      
                            ``revoked`` for them, declares only its assignment
 no-follow-up-rejoin        after revoking, does not rejoin at once                R4
 slow-sync                  waits :data:`SLOW_SYNC_DELAY_MS` before every SyncGroup V1/timing
+stall-retained             cooperative: after a rebalance in which it keeps a     P1
+                           partition, never fetches that partition again (it
+                           keeps owning and declaring it, heartbeats and
+                           consumes its other partitions); the history tells
+                           the truth: no ``consumed``, no revoke
 =========================  ===================================================  =========
 """
 
@@ -111,6 +116,10 @@ class Faults:
     @property
     def no_follow_up_rejoin(self) -> bool:
         return "no-follow-up-rejoin" in self.names
+
+    @property
+    def stall_retained(self) -> bool:
+        return "stall-retained" in self.names
 
     @property
     def sync_delay_s(self) -> float:

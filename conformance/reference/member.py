@@ -44,7 +44,8 @@ Constraints any change must keep
    owned partitions.
 4. A cooperative member that revoked anything rejoins at once (follow-up).
 5. ``consumed`` only for partitions the history says are owned (skip-revoke
-   keeps consuming partitions it never recorded as revoked: still true).
+   keeps consuming partitions it never recorded as revoked: still true;
+   stall-retained fetches only some of them: still true).
 """
 
 from __future__ import annotations
@@ -168,6 +169,7 @@ class ReferenceMember:
         self.owned: set[TP] = set()          # what the group gave us (declared in JoinGroup)
         self.fetching: set[TP] = set()       # what the history says we own (== owned unless skip-revoke)
         self.previous_owned: set[TP] = set() # owned one generation earlier (stale-owned-partitions)
+        self.stalled: set[TP] = set()        # owned but never fetched again (stall-retained)
         self.eager_previous: set[TP] = set() # last eager assignment (sticky userData)
         self.positions: dict[TP, int] = {}
         self.committed: dict[TP, int] = {}
@@ -378,7 +380,7 @@ class ReferenceMember:
             self.commit(sorted(self.fetching), "eager revoke before join")
             self.history.record("revoked", partitions=[list(tp) for tp in sorted(self.fetching)])
             self.eager_previous = set(self.owned)
-            self.owned, self.fetching = set(), set()
+            self.owned, self.fetching, self.stalled = set(), set(), set()
         protocols = [(s, encode_subscription(self.subscription(s))) for s in self.cfg.assignment_strategies]
         self.log(f"joining (member_id={self.member_id!r}, generation={self.generation}, "
                  f"owned={sorted(self.owned)}): {reason}")
@@ -392,7 +394,7 @@ class ReferenceMember:
             self.history.record("lost", partitions=[list(tp) for tp in sorted(self.fetching)], reason=reason)
         for tp in self.fetching:
             self.positions.pop(tp, None)
-        self.owned, self.fetching, self.previous_owned = set(), set(), set()
+        self.owned, self.fetching, self.previous_owned, self.stalled = set(), set(), set(), set()
         self.generation = -1
         if code in (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID):
             self.member_id = self.join_member_id = ""
@@ -437,7 +439,12 @@ class ReferenceMember:
         if self.cooperative:
             revoked = self.owned - new
             added = new - self.owned
+            retained = self.owned & new
             self.previous_owned = set(self.owned)
+            if self.faults.stall_retained and retained - self.stalled:
+                # Keeps owning (and declaring) them and heartbeating; fetch_once skips them from now on.
+                self.log(f"stall-retained: stops fetching {sorted(retained - self.stalled)}, which it keeps")
+                self.stalled |= retained
             if revoked:
                 if self.faults.skip_revoke:
                     self.log(f"skip-revoke: keeps consuming {sorted(revoked)} it was told to give up")
@@ -445,6 +452,7 @@ class ReferenceMember:
                     self.commit(sorted(revoked), "revoke")
                     self.history.record("revoked", partitions=[list(tp) for tp in sorted(revoked)])
                     self.fetching -= revoked
+                    self.stalled -= revoked
                     for tp in revoked:
                         self.positions.pop(tp, None)
                 self.owned -= revoked
@@ -556,7 +564,7 @@ class ReferenceMember:
         return not errors
 
     def fetch_once(self) -> None:
-        tps = sorted(tp for tp in self.fetching if tp in self.positions)
+        tps = sorted(tp for tp in self.fetching if tp in self.positions and tp not in self.stalled)
         if not tps:
             self._sleep(0.05)
             return
@@ -775,7 +783,7 @@ class ReferenceMember:
         if self.fetching:
             self.commit(sorted(self.fetching), "close")
             self.history.record("revoked", partitions=[list(tp) for tp in sorted(self.fetching)], reason="close")
-            self.owned, self.fetching = set(), set()
+            self.owned, self.fetching, self.stalled = set(), set(), set()
         # A join cut short still leaves the member in the group under the id the broker gave it
         # (as Java, which keeps that id from the MEMBER_ID_REQUIRED answer on): leave with it.
         member_id = self.member_id or self.join_member_id
