@@ -6,7 +6,8 @@ suite's errors into exit codes:
 
 - 0: done (for ``run``: every verdict passed)
 - 1: an invariant was violated (``run``, ``reproduce``, ``report --check``)
-- 2: misuse or a suite error, explained on stderr in one line
+- 2: misuse or a suite error, explained on stderr in one line (also a wrong option or
+  argument: ``PROG: what is wrong (see PROG --help)``)
 - 130: interrupted (every process the run started has been stopped)
 """
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 from conformance import __version__
 from conformance.errors import SuiteError, UsageError
@@ -30,8 +31,15 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line, like every other mistake (exit 2)."""
+
+    def error(self, message: str) -> "NoReturn":
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="conformance",
         description="Interoperability conformance suite for Kafka cooperative consumer groups (KIP-429).",
     )

@@ -320,3 +320,16 @@ def test_setup_refuses_bad_clients_before_installing(capsys, started, monkeypatc
     monkeypatch.setattr(install, "ensure_client", lambda spec: pytest.fail(f"installed {spec}"))
     code, err = run_cli(capsys, "setup", "--clients", clients)
     assert_refused(code, err, *words)
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["run", "--seed", "abc"], "conformance run: argument --seed: invalid int value: 'abc' (see conformance run --help)"),
+    ([], "conformance: the following arguments are required: COMMAND (see conformance --help)"),
+    (["report", "somewhere"], "conformance report: the following arguments are required: --out "
+                              "(see conformance report --help)"),
+])
+def test_a_wrong_option_is_one_line(capsys, argv, line: str) -> None:
+    with pytest.raises(SystemExit) as stop:
+        cli.main(argv)
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == line + "\n"
