@@ -19,7 +19,7 @@ import sys
 from typing import NoReturn, Sequence
 
 from conformance import __version__
-from conformance.errors import SuiteError, UsageError
+from conformance.errors import SuiteError, UsageError, one_line
 
 #: Modules that provide subcommands, in help order.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -35,7 +35,7 @@ class _Parser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one line, like every other mistake (exit 2)."""
 
     def error(self, message: str) -> "NoReturn":
-        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{self.prog}: {one_line(message)} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except UsageError as exc:
-        print(f"conformance: {exc}", file=sys.stderr)
+        print(f"conformance: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except SuiteError as exc:
         print(f"conformance: suite error: {exc}", file=sys.stderr)

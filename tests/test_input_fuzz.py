@@ -129,3 +129,68 @@ def test_spark_master_on_any_text(url: str) -> None:
         assert check_spark_master(url) == url
     except UsageError:
         pass
+
+
+# The command line as a whole: run, reproduce, report and decode with arguments drawn from
+# awkward values and prepared paths. Nothing starts (the matrix runner and the judge are
+# replaced); what may come out is a status, or argparse's exit 2, never an exception.
+_PATHS = _DIR / "paths"
+(_PATHS / "dir").mkdir(parents=True, exist_ok=True)
+(_PATHS / "file").write_text("x")
+(_PATHS / "bad.scenario").write_bytes(b"\xff\xfe")
+(_PATHS / "run").mkdir(exist_ok=True)
+(_PATHS / "run" / "manifest.json").write_text('{"scenario": "crash-restart", "members": [{"spec": "x"}]}')
+PATH_ARGS = st.sampled_from([str(_PATHS / p) for p in ("dir", "file", "file/sub", "bad.scenario", "run", "nope")])
+ARG = st.one_of(VALUES, PATH_ARGS, st.sampled_from(["crash-restart", "reference", "java@99.99.99", "reference@9.9",
+                                                    "librdkafka@0.1", "local[2]", "notaurl", "4.4.0", "9.9"]),
+                st.text(max_size=8))
+OPTIONS = {
+    "run": ["--scenario", "--clients", "--broker", "--seed", "--runs-dir", "--spark-master"],
+    "reproduce": ["--runs-dir", "--spark-master"],
+    "report": ["--out", "--spark-master", "--check"],
+    "decode": ["subscription", "assignment", "userdata", "--assignor"],
+}
+ARGV = st.sampled_from(sorted(OPTIONS)).flatmap(lambda command: st.builds(
+    lambda words: [command, *words],
+    st.lists(st.one_of(st.sampled_from(OPTIONS[command]), ARG), max_size=6)))
+
+
+@FUZZ
+@given(ARGV)
+def test_command_line(argv: list[str]) -> None:
+    import contextlib
+    import io
+
+    import conformance.pipeline as pipeline
+    import conformance.pipeline.timelines as timelines
+    import conformance.report.site as site
+    from conformance import cli, config
+    from conformance.scenarios import command
+    from conformance.scenarios.matrix import MatrixResult
+
+    patches = [(command, "run_matrix", lambda cells, runs_dir=None, spark_master=None, label="": MatrixResult(_DIR)),
+               (command, "summary_table", lambda result: ""),
+               (versions, "registry_versions", lambda kind: ("2.4.0", "4.4.0") if kind == "java" else None),
+               (versions, "is_installed", lambda spec: False),
+               (pipeline, "judge", lambda *a, **k: []),
+               (timelines, "timelines", lambda *a, **k: {}),
+               (site, "write_site", lambda *a, **k: {"summary": {"cells": 0, "passed": 0, "failed": 0, "incomplete": 0}}),
+               (config, "RUNS_DIR", _DIR / "reports")]
+    saved = [(obj, name, getattr(obj, name)) for obj, name, _ in patches]
+    for obj, name, value in patches:
+        setattr(obj, name, value)
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            try:
+                code = cli.main(argv)
+            except SystemExit as stop:  # argparse: a wrong option (2) or --help (0)
+                code = stop.code
+    finally:
+        for obj, name, value in saved:
+            setattr(obj, name, value)
+    assert code in (0, 1, 2), (argv, code, err.getvalue())
+    lines = err.getvalue().splitlines()
+    assert all(line.startswith(("conformance", "error at byte ")) for line in lines), (argv, lines)  # decode: its own format
+    if code == 2:
+        assert len(lines) == 1, (argv, lines)

@@ -21,7 +21,7 @@ import os
 import sys
 from pathlib import Path
 
-from conformance.errors import UsageError
+from conformance.errors import UsageError, one_line
 from conformance.rundir import ready_dir
 from conformance.spark_master import FORMS, check_spark_master
 
@@ -103,9 +103,9 @@ def build_report(runs: list[Path], out: Path, spark_master: str | None = None) -
     if not run_dirs:
         raise UsageError(f"no manifest.json under {', '.join(map(str, runs))}: nothing to report "
                          "(run `conformance run` first, or point at a reports/<run-id> directory)")
-    for path, why in skipped_dirs([Path(r) for r in runs], run_dirs):
-        print(f"conformance: skipped {path}: {why}", file=sys.stderr)
     out = ready_dir(Path(out), "--out")
+    for path, why in skipped_dirs([Path(r) for r in runs], run_dirs):
+        print(one_line(f"conformance: skipped {path}: {why}"), file=sys.stderr)
     verdicts = judge(run_dirs, out / "pipeline", spark_master)
     matrix = write_site(verdicts, out, timelines(out / "pipeline", spark_master))
     return verdicts, matrix

@@ -16,10 +16,10 @@ import json
 import random
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from conformance import config
-from conformance.errors import UsageError
+from conformance.errors import UsageError, one_line
 from conformance.members.spec import MemberSpec, parse_specs
 from conformance.members.versions import check_specs
 from conformance.rundir import ready_dir
@@ -71,9 +71,13 @@ def preflight(cells: list[Cell], runs_dir: Path | None, spark_master: str | None
     ready_dir(Path(runs_dir or config.RUNS_DIR), "runs directory")
 
 
-def _run(cells: list[Cell], runs_dir: Path | None, spark_master: str | None, label: str = "matrix") -> int:
-    """Run and judge ``cells``; print the closing table, also after Ctrl-C (exit 130)."""
+def _run(cells: list[Cell], runs_dir: Path | None, spark_master: str | None, label: str = "matrix",
+         notices: Sequence[str] = ()) -> int:
+    """Check ``cells`` (:func:`preflight`), then print ``notices`` (so that a mistake stays the one
+    line on stderr), run and judge them; print the closing table, also after Ctrl-C (exit 130)."""
     preflight(cells, runs_dir, spark_master)
+    for notice in notices:
+        print(one_line(f"conformance: {notice}"), file=sys.stderr)
     try:
         result = run_matrix(cells, runs_dir, spark_master, label=label)
     except MatrixInterrupted as stop:
@@ -84,17 +88,14 @@ def _run(cells: list[Cell], runs_dir: Path | None, spark_master: str | None, lab
     return result.exit_code
 
 
-def _notice(message: str) -> None:
-    print(f"conformance: {message}", file=sys.stderr)
-
-
 def run(args: argparse.Namespace) -> int:
     if args.broker not in config.BROKER_VERSIONS:
         raise UsageError(f"broker {args.broker!r} is not supported; supported: {', '.join(config.BROKER_VERSIONS)}")
     specs = parse_specs(args.clients) if args.clients is not None else [MemberSpec.parse(s) for s in config.DEFAULT_MIX]
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
-    cells = build_cells(args.scenario or list(config.DEFAULT_SCENARIOS), specs, args.broker, seed, notice=_notice)
-    return _run(cells, args.runs_dir, args.spark_master)
+    notices: list[str] = []
+    cells = build_cells(args.scenario or list(config.DEFAULT_SCENARIOS), specs, args.broker, seed, notice=notices.append)
+    return _run(cells, args.runs_dir, args.spark_master, notices=notices)
 
 
 def _manifest_scenario(data: dict[str, Any], where: Path) -> Scenario:
