@@ -59,6 +59,10 @@ def test_errors_name_file_line_and_problem(text: str, message: str) -> None:
 def test_unknown_scenario_lists_the_catalog() -> None:
     with pytest.raises(UsageError, match="unknown scenario 'nope'; known: broker-restart"):
         get_scenario("nope")
+    with pytest.raises(UsageError, match="an empty scenario name; give one of broker-restart"):
+        get_scenario("")  # not the current directory, '.'
+    with pytest.raises(UsageError, match="cannot read scenario file .*: Is a directory"):
+        get_scenario(str(Path(__file__).parent))
 
 
 def test_durations() -> None:

@@ -39,6 +39,8 @@ def is_builtin(name: str, source: Path | str | None) -> bool:
 
 def get_scenario(name_or_path: str) -> Scenario:
     """Load a scenario by catalog name or file path; UsageError naming the known ones."""
+    if not name_or_path.strip():
+        raise UsageError(f"an empty scenario name; give one of {', '.join(scenario_names())} or a scenario file")
     path = Path(name_or_path)
     if path.suffix == ".scenario" or path.exists():
         return load_scenario(path)
