@@ -323,7 +323,12 @@ def test_setup_refuses_bad_clients_before_installing(capsys, started, monkeypatc
 
 
 @pytest.mark.parametrize("argv, line", [
-    (["run", "--seed", "abc"], "conformance run: argument --seed: invalid int value: 'abc' (see conformance run --help)"),
+    (["run", "--seed", "abc"], "conformance run: argument --seed: 'abc' is not a seed: give an integer from 0 to "
+                               "9223372036854775807 (see conformance run --help)"),
+    (["run", "--seed", "9223372036854775808"], "conformance run: argument --seed: '9223372036854775808' is not a seed: "
+                                               "give an integer from 0 to 9223372036854775807 (see conformance run --help)"),
+    (["run", "--seed=-1"], "conformance run: argument --seed: '-1' is not a seed: give an integer from 0 to "
+                           "9223372036854775807 (see conformance run --help)"),
     ([], "conformance: the following arguments are required: COMMAND (see conformance --help)"),
     (["report", "somewhere"], "conformance report: the following arguments are required: --out "
                               "(see conformance report --help)"),

@@ -32,6 +32,18 @@ from conformance.scenarios.runner import Cell
 from conformance.spark_master import FORMS, check_spark_master
 
 
+#: The largest seed: a manifest's seed is judged as a 64-bit integer (the pipeline's ``cells.seed``).
+MAX_SEED: int = 2**63 - 1
+
+
+def seed(text: str) -> int:
+    """``--seed``: an integer from 0 to :data:`MAX_SEED` (argparse reports anything else in one line)."""
+    digits = text.strip()
+    if not (digits.isascii() and digits.isdigit() and len(digits) <= 19 and int(digits) <= MAX_SEED):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a seed: give an integer from 0 to {MAX_SEED}")
+    return int(digits)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("run", help="run scenarios against a member mix and judge them")
     p.add_argument("--scenario", action="append", metavar="NAME|FILE",
@@ -40,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--clients", metavar="SPEC,...", help="member specs (default: one of each kind)")
     p.add_argument("--broker", default=config.DEFAULT_BROKER, metavar="VERSION",
                    help=f"broker version; supported: {', '.join(config.BROKER_VERSIONS)} (default {config.DEFAULT_BROKER})")
-    p.add_argument("--seed", type=int, default=None, help="schedule seed (default: random, recorded)")
+    p.add_argument("--seed", type=seed, default=None, help=f"schedule seed, 0 to {MAX_SEED} (default: random, recorded)")
     p.add_argument("--runs-dir", type=Path, default=None,
                    help=f"where the run directory goes (created if missing; default {config.RUNS_DIR})")
     p.add_argument("--spark-master", default=None, metavar="URL",
