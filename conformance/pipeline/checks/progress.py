@@ -64,6 +64,9 @@ Scope and exemptions:
   reported only when it was observed for longer than the bound, never because
   the cut came before a consumption.
 - A partition nobody owns is not P1's (V1, R4 judge ownership).
+
+Messages give times in seconds from the scenario's start (its first phase; the
+first event when the manifest names no phase).
 """
 
 from __future__ import annotations
