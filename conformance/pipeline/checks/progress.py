@@ -168,11 +168,12 @@ def check_p1(t: Tables) -> list[dict]:
         faults = ", ".join(sorted({f"{w['fault']} of {w['target']}" for w in (r["windows"] or [])}))
         if free_ms > r["bound_ms"]:
             if windows:
-                msg += f"; {free_ms / 1000:.1f} s of it outside the fault windows ({faults})"
+                msg += f"; {free_ms / 1000:.1f} s of it at a stretch outside the fault windows ({faults})"
             out.append(violation("P1", r["run"], msg, members=[r["member"]], culprit=r["member"],
                                  partitions=[[r["topic"], r["partition"]]], ts=r["stall_from"], evidence=evidence))
         else:
-            msg += f"; at most {free_ms / 1000:.1f} s of it outside the fault windows ({faults})"
+            msg += (f"; no stretch of it outside the fault windows ({faults}) is longer than the bound "
+                    f"(the longest: {free_ms / 1000:.1f} s)")
             out.append(violation("P1", r["run"], msg, members=[r["member"]], culprit=r["member"],
                                  partitions=[[r["topic"], r["partition"]]], ts=r["stall_from"], evidence=evidence,
                                  allowed_by="P1/fault-window"))
