@@ -47,14 +47,14 @@ session timeout plus a max poll interval). Why it is right:
 
 A tighter bound (a few heartbeats) would fire on slow but legitimate
 rebalances, whose pauses R3 measures as the metric ``pause_ms`` rather than
-judges: librdkafka 2.16.1, cooperative, fetched none of its retained
-partitions for 8.1 s of a rebalance that waited for a killed member's session
-(a real ``chaos`` cell); such a wait grows with the session and rebalance
-timeouts, as this bound does. Across real cells of every scenario with faults
-(pause, partition, latency, broker-restart, crash-restart, static-restart,
-chaos, the eager-to-cooperative upgrade, rolling-restart), no other wait with
-records waiting outside a fault window lasted more than 2.1 s. A stall for
-good, the bug class P1 catches, exceeds any bound.
+judges: in a real ``chaos`` cell librdkafka 2.16.1, kafka-python 3.0.12 and
+Sarama 1.61.1 (cooperative) fetched none of their retained partitions for 6-8
+s of rebalances that waited for a killed member's session; such a wait grows
+with the session and rebalance timeouts, as this bound does. In real cells of
+the other scenarios with faults (pause, partition, latency, broker-restart,
+crash-restart, static-restart, the eager-to-cooperative upgrade,
+rolling-restart) no wait with records waiting lasted more than 2.1 s outside a
+fault window. A stall for good, the bug class P1 catches, exceeds any bound.
 
 Scope and exemptions:
 
