@@ -61,7 +61,8 @@ def _oracle(produced: list[Range], consumed: list[Range]) -> list[dict]:
         missing = [piece for _f, _l, _ts, pieces in ranges for piece in pieces]
         n = sum(b - a + 1 for a, b in missing)
         shown = ", ".join(f"{a}-{b}" for a, b in missing[:10]) + (" ..." if len(missing) > 10 else "")
-        out.append({"run": r, "invariant": "D1", "members": [], "generation": None, "partitions": [[t, p]],
+        out.append({"run": r, "invariant": "D1", "members": [], "culprit": None, "allowed_by": None, "generation": None,
+                    "partitions": [[t, p]],
                     "ts": ranges[0][2], "evidence": {"missing": missing[:100], "records": n},
                     "message": f"{n} acknowledged record(s) of {t}-{p} never consumed: offsets {shown}"})
     return out

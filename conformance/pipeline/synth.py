@@ -207,6 +207,17 @@ BREAKS: dict[str, str] = {
     "e3": "m2's cooperative-sticky userData is 3 garbage bytes (a warning)",
     "e4": "the reference member m2 writes its owned partitions unsorted (Java sorts them)",
     "e5": "m1 still declares t-2, t-3 owned in generation 3, a second after revoking them",
+    "e5-v0": "m2 offers cooperative-sticky in generation 3 with a v0 subscription (no owned partitions)",
+    "e5-slack-allowed": "m2 declares t-2, t-3 in generation 4, 50 ms before its history records them assigned "
+                        "(its SyncGroup response gave them): allowed by E5/clock-slack",
+    "l1-pause-allowed": "the leader of generation 2 is paused 50 ms after the join and sends no SyncGroup: "
+                        "allowed by L1/fault-hit-leader",
+    "l1-sync-generation-fault": "as l1-sync-generation, with a short pause of the leader in the window: not excused",
+    "r2-outlives-window": "m1 is paused for 100 ms; m2 takes t-0 and m1 keeps it until the end: the overlap "
+                          "outlives the pause's window",
+    "d3-rebalance-allowed": "m1 reads t-2 50-59 without committing before giving it up; m2 reads them again: "
+                            "allowed by D3/rebalance",
+    "d3-below-commit": "m2 takes t-2 over and reads 40-49 again, below the 50 m1 committed before: a D3 violation",
     "e5-missing": "m1 declares nothing owned in generation 3 although it owns t-0, t-1",
     "l1": "the leader of generation 2 sends no assignment for m2",
     "l1-nosync": "the leader of generation 2 sends no SyncGroup at all, and nothing stopped it",
@@ -343,13 +354,19 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
     raw = {"m2": "0003" + "00000001" + "000174" + "00000002" + "00000000"} if break_ == "e2" else None
     if break_ == "l1-nosync-allowed":
         b.fault(10900, "terminate", "m1")
-    if break_ == "l1-sync-generation":
+    if break_ == "l1-pause-allowed":
+        b.fault(11050, "pause", "m1")                   # the leader freezes before it can sync
+        b.fault(23000, "resume", "m1", phase="heal")
+    if break_ == "l1-sync-generation-fault":
+        b.fault(11050, "pause", "m1")
+        b.fault(11080, "resume", "m1", phase="heal")
+    if break_ in ("l1-sync-generation", "l1-sync-generation-fault"):
         gave = [{"member_id": f"{m}-id", "assignment": encode_assignment(Assignment(3, _group(tps))).hex()}
                 for m, tps in g2.items()]
         b.frame(11100, "m1", "SyncGroup", "request", generation=-1, protocol_name="cooperative-sticky",
                 assignments=gave)
         b.frame(11105, "m1", "SyncGroup", "response", generation=-1, error_code=22, assignment="")
-    elif break_ not in ("l1-nosync", "l1-nosync-allowed") and not killed_leader:
+    elif break_ not in ("l1-nosync", "l1-nosync-allowed", "l1-pause-allowed") and not killed_leader:
         b.sync(2, 11100, "m1", g2, raw=raw)
     if break_ == "d2":
         b.commit("m1", 11200, 2, [(T, 0, 50), (T, 1, 30)])
@@ -357,6 +374,9 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
         b.commit("m1", 11200, 2, [(T, p, 50) for p in range(4)])
     if break_ == "d2-stale":
         b.commit("m1", 11300, 1, [(T, 0, 50)])
+    if break_ == "d3-rebalance-allowed":
+        b.produced(11250, T, 2, 50, 59)
+        b.consumed("m1", 11300, T, 2, 50, 59)           # read, not yet committed when m1 gives t-2 up
     if break_ in ("r2", "r2-allowed"):
         if break_ == "r2-allowed":
             b.fault(11240, "pause", "m1")
@@ -378,7 +398,8 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
     offered = ({"m1": ["cooperative-sticky"], "m2": ["cooperative-sticky"]} if break_ == "r5"
                else {"m1": ["cooperative-sticky"], "m2": ["range"]} if break_ == "r5-not-offered" else None)
     g3_members = {"m1": b.subscription("m1", owned=m1_owned_g3, generation=2),
-                  "m2": b.subscription("m2", owned=[(T, 2)] if break_ in ("r2", "r2-allowed") else [], generation=2)}
+                  "m2": b.subscription("m2", owned=[(T, 2)] if break_ in ("r2", "r2-allowed") else [], generation=2,
+                                       version=0 if break_ == "e5-v0" else 3)}
     if regrouped:
         b.fault(12000, "kill", "m2")
         del g3_members["m2"]
@@ -451,6 +472,17 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
         b.fault(14500, "pause", "m1")
         b.fault(14600, "resume", "m1", phase="heal")
         b.consumed("m1", 15000, T, 0, 90, 99)
+    if break_ == "r2-outlives-window":
+        b.fault(20000, "pause", "m1")
+        b.fault(20100, "resume", "m1", phase="heal")
+        b.assigned("m2", 20500, [(T, 0)])               # m1 keeps t-0 long after its window closed
+    if break_ == "d3-below-commit":
+        b.consumed("m2", 13900, T, 2, 40, 49)           # m1 committed 50 before m2 took t-2 over
+    if break_ == "e5-slack-allowed":
+        # m2 rejoins 45 ms after its SyncGroup response; its history records t-2, t-3 assigned 5 ms later.
+        b.join(4, 12650, "m1", {"m1": b.subscription("m1", owned=all4[:2], generation=3),
+                                 "m2": b.subscription("m2", owned=all4[2:], generation=3)})
+        b.sync(4, 12750, "m1", final)
     if break_ == "r2-unhealed-allowed":
         b.fault(20000, "pause", "m1")
         b.assigned("m2", 40000, [(T, 0)])

@@ -13,9 +13,12 @@ if TYPE_CHECKING:
     from conformance.pipeline.derived import Tables
 
 #: Faults during which a member may look dead to the group, and what heals each (broker faults: the
-#: broker's next nemesis line).
+#: broker's next nemesis line). A ``toxic-add`` counts only as :func:`_toxic_can_look_dead` says.
 DEAD_LOOKING = ("pause", "proxy-disable", "toxic-add", "broker-restart", "broker-kill")
 _HEAL = {"pause": "resume", "proxy-disable": "proxy-enable", "toxic-add": "toxic-remove"}
+#: toxiproxy toxics that stop a member's requests or answers outright (the connection hangs, is reset,
+#: or closes after a few bytes): the coordinator stops hearing the member's heartbeats.
+SILENCING_TOXICS = ("timeout", "reset_peer", "limit_data")
 
 
 def violation(invariant: str, run: str, message: str, *, members: list[str] | None = None,
@@ -67,17 +70,30 @@ def timing(cells):
 
 
 def fault_windows(t: Tables):
-    """(run, fault, target, w_start, w_end) during which ``target`` may look dead to the group: from
-    a :data:`DEAD_LOOKING` fault's invocation to its heal (the run's end when nothing healed it) plus a
-    session timeout and a heartbeat, the time the group and the member need to notice. Built once
-    per Tables (R2, R3, R4 and D3 read it)."""
+    """(run, fault, target, w_start, w_end) during which ``target`` (a member, or ``broker``) may look
+    dead to the group: from a :data:`DEAD_LOOKING` fault's invocation to its heal (the run's end when
+    nothing healed it) plus a session timeout and a heartbeat, the time the group and the member need
+    to notice. Built once per Tables (R2, R3, R4, D3 and P1 read it)."""
     return t.shared("fault_windows", lambda: _build_fault_windows(t))
+
+
+def _toxic_can_look_dead(details, session_ms, heartbeat_ms):
+    """A Spark condition on a ``toxic-add`` line's ``details`` (JSON): the toxic can make its member
+    look dead: a :data:`SILENCING_TOXICS` type, or latency (plus jitter) of at least a session timeout
+    minus a heartbeat interval, which delays a heartbeat past the coordinator's session deadline.
+    Latency below that slows a member, never makes it look dead."""
+    kind = F.get_json_object(details, "$.type")
+    latency = (F.coalesce(F.get_json_object(details, "$.attributes.latency").cast("double"), F.lit(0.0))
+               + F.coalesce(F.get_json_object(details, "$.attributes.jitter").cast("double"), F.lit(0.0)))
+    return kind.isin(*SILENCING_TOXICS) | ((kind == "latency") & (latency >= session_ms - heartbeat_ms))
 
 
 def _build_fault_windows(t: Tables):
     tm = timing(t.cells).select("run", "session_ms", "heartbeat_ms")
-    inv = t.nemesis.where((F.col("phase") == "invoke") & F.col("fault").isin(*DEAD_LOOKING)).select(
-        "run", "line", "fault", "target", F.col("ts").alias("w_start"))
+    inv = (t.nemesis.where((F.col("phase") == "invoke") & F.col("fault").isin(*DEAD_LOOKING)).join(tm, "run")
+           .where((F.col("fault") != "toxic-add")
+                  | _toxic_can_look_dead(F.col("details"), F.col("session_ms"), F.col("heartbeat_ms")))
+           .select("run", "line", "fault", "target", F.col("ts").alias("w_start")))
     heals = t.nemesis.select("run", F.col("target").alias("h_target"), F.col("fault").alias("h_fault"),
                              F.col("ts").alias("h_ts"))
     heal_of = F.create_map(*[F.lit(x) for kv in _HEAL.items() for x in kv])
@@ -91,3 +107,26 @@ def _build_fault_windows(t: Tables):
             .select("run", "fault", "target", "w_start",
                     (F.greatest(F.coalesce("heal_ts", "run_end_ts"), F.col("w_start"))
                      + F.col("session_ms") + F.col("heartbeat_ms")).alias("w_end")))
+
+
+def split_by_fault_windows(t: Tables, name: str, df, keys: list[str], start: str, end: str, members: list[str]):
+    """(unexcused, excused): the rows of ``df`` whose span ``start``..``end`` lies wholly inside one
+    fault window (:func:`fault_windows`) of one of the ``members`` columns' members, the broker or
+    everyone are ``excused``, with that window as ``window`` (fault, target, w_start, w_end); the
+    others are ``unexcused``. A span that begins in a window and outlives it is not excused: the
+    window is the time the group needs to notice, and the anomaly lasted longer. ``keys`` identify a
+    row; ``df`` is read twice, so it is built once per Tables, as ``name`` (:meth:`Tables.shared`)."""
+    df = t.shared(name, lambda df=df: df)
+    win = fault_windows(t)
+    hit = F.col("target").isin("all", "broker")
+    for m in members:
+        hit = hit | (F.col("target") == F.col(m))
+    covered = (df.join(win, "run").where(hit & (F.col(start) >= F.col("w_start")) & (F.col(end) <= F.col("w_end")))
+               .groupBy(*keys).agg(F.min_by(F.struct("fault", "target", "w_start", "w_end"), "w_start").alias("window")))
+    return df.join(covered.select(*keys), keys, "left_anti"), df.join(covered, keys)
+
+
+def window_text(w) -> str:
+    """One line for an excusing fault window (a ``window`` struct of :func:`split_by_fault_windows`)."""
+    return (f"{w['fault']} of {w['target']} at {w['w_start']:.0f}, window to {w['w_end']:.0f} "
+            f"(heal + session timeout + heartbeat)")

@@ -1,13 +1,16 @@
 """Delivery and liveness invariants D1-D3 and V1.
 
 Allowed anomalies, each with its reason:
-- D3: a duplicate (an offset consumed again) is allowed and counted when a
-  rebalance (a new generation) or a fault happened between the first and the
-  second consumption (from a session timeout plus a heartbeat before the
-  first), or a fault that makes a member look dead was in force then
-  (:func:`common.fault_windows`): that is at-least-once delivery after a
-  kill, a pause or a revoke without a commit. A duplicate with neither is a
-  client bug (a re-fetch without cause) and fails D3.
+- D3: a duplicate (an offset consumed again) is an allowed finding under
+  rule D3/rebalance when the re-reader acquired the partition between the
+  two reads or another member read the records first, and the re-read does
+  not start below a commit the broker accepted before the re-reader acquired
+  the partition; under D3/fault when a fault window
+  (:func:`common.fault_windows`) of the re-reader, the first reader or the
+  broker overlaps the two reads: at-least-once delivery after a kill, a
+  pause or a revoke without a commit. Any other duplicate is a client bug (a
+  re-fetch without cause, or a new owner ignoring the committed offset) and
+  fails D3.
 - D2: commits with generation -1 (no group membership) and KIP-848 epochs are
   not judged for staleness.
 - V1: the end of observation is the scenario's end (teardown follows it),
@@ -40,7 +43,7 @@ _TP = ["run", "topic", "partition"]
 def consumed_order(t: Tables):
     """Every consumed range with what was consumed before it in its (run, topic, partition), in order
     of first offset, then time: ``prev_max``, the highest offset of the ranges before it (null for
-    the first), and ``prev_ts``, when that offset was consumed. One sort of the consumed ranges,
+    the first), ``prev_ts``, when that offset was consumed, and ``prev_member``, by whom. One sort of the consumed ranges,
     built once and shared by D1's gaps and D3's duplicates (persisted in large batches)."""
     return t.shared("consumed_order", lambda: _build_consumed_order(t), heavy=True)
 
@@ -52,9 +55,11 @@ def _build_consumed_order(t: Tables):
     grow = w.rowsBetween(Window.unboundedPreceding, 0)   # incremental; lag() then gives "before this row"
     return (c.withColumn("_run_max", F.max("last_offset").over(grow))
             .withColumn("_run_ts", F.max_by("ts", "last_offset").over(grow))
+            .withColumn("_run_member", F.max_by("member", "last_offset").over(grow))
             .withColumn("prev_max", F.lag("_run_max").over(w))
             .withColumn("prev_ts", F.lag("_run_ts").over(w))
-            .drop("_run_max", "_run_ts"))
+            .withColumn("prev_member", F.lag("_run_member").over(w))
+            .drop("_run_max", "_run_ts", "_run_member"))
 
 
 def uncovered(ordered, within):
@@ -145,48 +150,83 @@ def _formed_before(ts):
 
 
 def duplicates(t: Tables):
-    """Per re-consumed range: who consumed it again, when, and when it was first consumed
-    (built once: D3 and the metrics share it)."""
+    """Per re-consumed range: who consumed it again (``member``), when, who first consumed it
+    (``prev_member``, ``prev_ts``), and what explains it (built once: D3 and the metrics share it):
+
+    - ``acquired_ts``: when the re-reader's ownership of the partition began (null: it did not own it);
+    - ``committed_before``: the highest offset whose commit the broker accepted before that;
+    - ``by_rebalance``: rule D3/rebalance applies: the re-reader acquired the partition between the
+      two reads, or another member read the records first, and the re-read starts at or above
+      ``committed_before`` (a new owner resumes from the last commit, never below it);
+    - ``faults``: the dead-looking faults (:func:`common.fault_windows`) of the re-reader, the first
+      reader or the broker whose window overlaps the two reads (rule D3/fault), else null.
+    """
     return t.shared("duplicates", lambda: _build_duplicates(t))
 
 
 def _build_duplicates(t: Tables):
     dup = consumed_order(t).where(F.col("prev_max") >= F.col("first_offset")).withColumn(
         "dups", F.least("last_offset", "prev_max") - F.col("first_offset") + 1)
+    keys = ["run", "member", "ts", "topic", "partition", "first_offset"]
     gens = t.generations.select("run", "generation", "join_ts")
     last_gen = (dup.join(gens, "run", "left").where(F.col("join_ts").isNull() | (F.col("join_ts") <= F.col("ts")))
-                .groupBy("run", "member", "ts", "topic", "partition", "first_offset")
-                .agg(F.max("generation").alias("after_generation")))
-    cause_gen = (dup.join(gens, "run").where((F.col("join_ts") > F.least("prev_ts", "ts")) & (F.col("join_ts") <= F.col("ts")))
-                 .select("run", "member", "ts", "topic", "partition", "first_offset").distinct()
-                 .withColumn("by_rebalance", F.lit(True)))
-    # A fault causes duplicates from its invocation until a session timeout (plus a heartbeat)
-    # after it ends: a member cut off or paused keeps fetching until it learns it was fenced,
-    # so its last "zombie" fetch can come just after the heal, before the new owner's reads.
-    tm = timing(t.cells).select("run", (F.col("session_ms") + F.col("heartbeat_ms")).alias("grace_ms"))
-    faults = (t.nemesis.where(F.col("phase").isin("invoke", "heal")).select("run", F.col("ts").alias("f_ts"), "fault")
-              .join(tm, "run"))
-    keys = ["run", "member", "ts", "topic", "partition", "first_offset"]
-    events = (dup.join(faults, "run")
-              .where((F.col("f_ts") > F.least("prev_ts", "ts") - F.col("grace_ms"))
-                     & (F.col("f_ts") <= F.greatest("prev_ts", "ts")))
-              .select(*keys, "fault"))
-    # A fault in force across the whole window counts too (a member paused before the first read and
-    # resumed just as it re-reads: history timestamps of whole milliseconds can fall before the heal's).
-    in_force = (dup.join(fault_windows(t).select("run", "fault", "w_start", "w_end"), "run")
-                .where((F.col("w_start") <= F.greatest("prev_ts", "ts")) & (F.col("w_end") >= F.least("prev_ts", "ts")))
-                .select(*keys, "fault"))
-    cause_fault = events.unionByName(in_force).groupBy(*keys).agg(F.collect_set("fault").alias("faults"))
-    return (dup.join(last_gen, keys, "left").join(cause_gen, keys, "left").join(cause_fault, keys, "left"))
+                .groupBy(*keys).agg(F.max("generation").alias("after_generation")))
+    own = t.ownership.select("run", "member", "topic", "partition", F.col("start_ts").alias("o_start"),
+                             F.col("end_ts").alias("o_end"))
+    acquired = (dup.join(own, ["run", "member", "topic", "partition"])
+                .where((F.col("o_start") <= F.col("ts")) & (F.col("o_end") >= F.col("ts")))
+                .groupBy(*keys).agg(F.max("o_start").alias("acquired_ts")))
+    commits = t.commits.where(F.col("error_code") == 0).select(
+        "run", "topic", "partition", F.coalesce("response_ts", "ts").alias("c_ts"), F.col("offset").alias("c_offset"))
+    committed = (dup.select(*keys).join(acquired, keys).join(commits, ["run", "topic", "partition"])
+                 .where(F.col("c_ts") < F.col("acquired_ts"))
+                 .groupBy(*keys).agg(F.max("c_offset").alias("committed_before")))
+    win = fault_windows(t).select("run", "fault", "target", "w_start", "w_end")
+    involved = (F.col("target").isin("broker", "all") | (F.col("target") == F.col("member"))
+                | (F.col("target") == F.col("prev_member")))
+    cause_fault = (dup.join(win, "run")
+                   .where(involved & (F.col("w_start") <= F.greatest("prev_ts", "ts"))
+                          & (F.col("w_end") >= F.least("prev_ts", "ts")))
+                   .groupBy(*keys).agg(F.collect_set("fault").alias("faults")))
+    handed_over = (F.col("prev_member") != F.col("member")) | F.coalesce(F.col("acquired_ts") > F.col("prev_ts"), F.lit(False))
+    above_commit = F.col("committed_before").isNull() | (F.col("first_offset") >= F.col("committed_before"))
+    return (dup.join(last_gen, keys, "left").join(acquired, keys, "left").join(committed, keys, "left")
+            .join(cause_fault, keys, "left")
+            .withColumn("by_rebalance", handed_over & above_commit))
 
 
 def check_d3(t: Tables) -> list[dict]:
-    bad = t.collect(duplicates(t).where(F.col("by_rebalance").isNull() & F.col("faults").isNull()))
-    return [violation("D3", r["run"], f"{r['member']} consumed {r['dups']} record(s) of {r['topic']}-{r['partition']} "
-                      f"from offset {r['first_offset']} again with no rebalance or fault since the first consumption",
-                      members=[r["member"]], partitions=[[r["topic"], r["partition"]]], ts=r["ts"],
-                      generation=r["after_generation"],
-                      evidence={"first_consumed_ts": r["prev_ts"], "duplicates": r["dups"]}) for r in bad]
+    d = duplicates(t)
+    bad = d.where(~F.col("by_rebalance") & F.col("faults").isNull())
+    rule = F.when(F.col("faults").isNotNull(), F.lit("D3/fault")).otherwise(F.lit("D3/rebalance"))
+    allowed = (d.where(F.col("by_rebalance") | F.col("faults").isNotNull())
+               .groupBy("run", "member", "prev_member", "topic", "partition", rule.alias("rule"))
+               .agg(F.count("*").alias("ranges"), F.sum("dups").alias("dups"), F.min("ts").alias("ts"),
+                    F.min("first_offset").alias("from_offset"), F.array_sort(F.flatten(F.collect_set(
+                        F.coalesce("faults", F.array())))).alias("faults")))
+    bad, allowed = t.collect_many(bad, allowed)
+    out = []
+    for r in bad:
+        below = r["committed_before"] is not None and r["first_offset"] < r["committed_before"]
+        why = (f"below offset {r['committed_before']}, committed before it acquired the partition" if below else
+               "with no rebalance or fault since the first consumption"
+               + ("" if r["prev_member"] == r["member"] else f" (first read by {r['prev_member']})"))
+        out.append(violation("D3", r["run"], f"{r['member']} consumed {r['dups']} record(s) of {r['topic']}-{r['partition']} "
+                             f"from offset {r['first_offset']} again {why}", members=[r["member"]], culprit=r["member"],
+                             partitions=[[r["topic"], r["partition"]]], ts=r["ts"], generation=r["after_generation"],
+                             evidence={"first_consumed_ts": r["prev_ts"], "first_consumed_by": r["prev_member"],
+                                       "duplicates": r["dups"], "acquired_ts": r["acquired_ts"],
+                                       "committed_before": r["committed_before"]}))
+    for r in allowed:
+        how = (f"during {', '.join(r['faults'])}" if r["rule"] == "D3/fault" else
+               f"after taking it over from {r['prev_member']}" if r["prev_member"] != r["member"] else
+               "after acquiring it again")
+        out.append(violation("D3", r["run"], f"{r['member']} consumed {r['dups']} record(s) of {r['topic']}-{r['partition']} "
+                             f"again ({r['ranges']} range(s) from offset {r['from_offset']}) {how}",
+                             members=[r["member"], r["prev_member"]], partitions=[[r["topic"], r["partition"]]],
+                             ts=r["ts"], evidence={"duplicates": r["dups"], "ranges": r["ranges"], "faults": list(r["faults"])},
+                             allowed_by=r["rule"]))
+    return out
 
 
 def observation(t: Tables):

@@ -10,10 +10,15 @@ Allowed anomalies:
 - E3 unknown userData is a warning (``evidence.severity = "warning"``), not a
   failure: assignors may legitimately carry private data. E3 fails only when
   the bytes around the userData do not decode (that is E1/E2's failure).
-- E5 tolerates a heartbeat interval of skew between the wire tap's clock
-  and the harness's record of an assignment (both epoch ms, different
-  processes): a partition assigned or revoked within that slack of the
-  JoinGroup is neither stale nor missing.
+- E5 judges a JoinGroup's declared owned partitions twice. Against the wire,
+  exactly: a partition the member's last successful SyncGroup response before
+  it (since the member last started) did not assign is a stale claim (frames
+  are in the order the member saw them, no clocks compared). Against the
+  history, with rule E5/clock-slack: a partition assigned or revoked within a
+  heartbeat interval of the JoinGroup by the two processes' clocks is an
+  allowed finding, neither stale nor missing.
+- E5 flags a v0 subscription offered for a cooperative assignor: it cannot
+  declare owned partitions.
 - E5 applies only to cooperative members (first strategy cooperative, and a
   cooperative cell): eager members declare what they owned before revoking.
 """
@@ -81,44 +86,114 @@ def check_e4(t: Tables) -> list[dict]:
             for r in bad]
 
 
+def _coop_members(t: Tables):
+    """(run, member) of cooperative members (first strategy cooperative) in cooperative cells."""
+    return (t.members.where(F.col("strategies")[0].isin(*config.COOPERATIVE_ASSIGNORS))
+            .join(t.cells.where(F.coalesce("expected_protocol", F.lit("cooperative")) == "cooperative")
+                  .select("run"), "run").select("run", "member"))
+
+
+def _stale_claims(t: Tables, req):
+    """Declared owned partitions that the member's last successful SyncGroup response before the
+    JoinGroup (in wire order, since its last start) did not assign it: (run, member, line, ts, topic,
+    partition, sync_line, sync_ts). The tap records each frame as it forwards it, so a member's
+    frames are in the order the member saw and sent them: no clock is compared."""
+    starts = (t.nemesis.where(F.col("fault") == "start")
+              .select("run", F.col("target").alias("member"), F.col("ts").alias("start_ts")))
+    last_start = (req.select("run", "member", "line", "ts").distinct().join(starts, ["run", "member"], "left")
+                  .where(F.col("start_ts").isNull() | (F.col("start_ts") <= F.col("ts")))
+                  .groupBy("run", "member", "line").agg(F.max("start_ts").alias("since_ts")))
+    received = (t.assignments.where((F.col("source") == "received") & (F.coalesce("error_code", F.lit(0)) == 0)
+                                    & F.col("decode_error").isNull())
+                .select("run", "member", F.col("line").alias("sync_line"), F.col("ts").alias("sync_ts"), "partitions"))
+    last = (last_start.join(req.select("run", "member", "line", "ts"), ["run", "member", "line"])
+            .join(received, ["run", "member"], "left")
+            .where(F.col("sync_line").isNull() | ((F.col("sync_line") < F.col("line"))
+                                                  & (F.col("since_ts").isNull() | (F.col("sync_ts") >= F.col("since_ts")))))
+            .groupBy("run", "member", "line")
+            .agg(F.max_by(F.struct("sync_line", "sync_ts", "partitions"), "sync_line").alias("last")))
+    declared = req.select("run", "member", "line", "ts", F.explode("owned").alias("tp")).select(
+        "run", "member", "line", "ts", "tp.topic", "tp.partition")
+    return (declared.join(last, ["run", "member", "line"], "left")
+            .where(~F.coalesce(F.exists(F.coalesce(F.col("last.partitions"), F.array()),
+                                        lambda p: (p["topic"] == F.col("topic")) & (p["partition"] == F.col("partition"))),
+                               F.lit(False)))
+            .select("run", "member", "line", "ts", "topic", "partition", F.col("last.sync_line").alias("sync_line"),
+                    F.col("last.sync_ts").alias("sync_ts")))
+
+
 def check_e5(t: Tables) -> list[dict]:
-    coop_members = (t.members.where(F.col("strategies")[0].isin(*config.COOPERATIVE_ASSIGNORS))
-                    .join(t.cells.where(F.coalesce("expected_protocol", F.lit("cooperative")) == "cooperative")
-                          .select("run"), "run").select("run", "member"))
+    coop_members = _coop_members(t)
     # Each read more than once below: built once.
     req = t.shared("e5-requests", lambda: t.subscriptions.where(
         (F.col("source") == "request") & F.col("decode_error").isNull() & (F.col("version") >= 1)
         & F.col("protocol_name").isin(*config.COOPERATIVE_ASSIGNORS))
         .join(coop_members, ["run", "member"])
         .join(timing(t.cells).select("run", "heartbeat_ms"), "run")
+        .dropDuplicates(["run", "member", "line"])
         .select("run", "member", "line", "ts", "owned", "heartbeat_ms"))
     own = t.ownership.select("run", "member", "topic", "partition", F.col("start_ts").alias("o_start"),
                              F.col("end_ts").alias("o_end"))
     declared = t.shared("e5-declared", lambda: req.select(
         "run", "member", "line", "ts", "heartbeat_ms", F.explode("owned").alias("tp")).select(
         "run", "member", "line", "ts", "heartbeat_ms", "tp.topic", "tp.partition"))
+    key = ["run", "member", "line", "topic", "partition"]
+    claims = t.shared("e5-stale-claims", lambda: _stale_claims(t, req))
+    # History comparisons, with a heartbeat of slack between the two clocks (rule E5/clock-slack).
     possibly = (declared.join(own, ["run", "member", "topic", "partition"])
                 .where((F.col("o_start") <= F.col("ts") + F.col("heartbeat_ms"))
                        & (F.col("o_end") >= F.col("ts") - F.col("heartbeat_ms")))
-                .select("run", "member", "line", "topic", "partition").distinct())
-    stale = declared.join(possibly, ["run", "member", "line", "topic", "partition"], "left_anti")
+                .select(*key).distinct())
+    exactly = (declared.join(own, ["run", "member", "topic", "partition"])
+               .where((F.col("o_start") <= F.col("ts")) & (F.col("o_end") >= F.col("ts"))).select(*key).distinct())
+    unclaimed = declared.join(claims.select(*key), key, "left_anti")   # what the wire check did not already name
+    stale = unclaimed.join(possibly, key, "left_anti")
+    slack = unclaimed.join(possibly, key).join(exactly, key, "left_anti")
     surely = (req.join(own, ["run", "member"])
               .where((F.col("o_start") <= F.col("ts") - F.col("heartbeat_ms"))
                      & (F.col("o_end") >= F.col("ts") + F.col("heartbeat_ms")))
               .select("run", "member", "line", "ts", "topic", "partition"))
-    missing = surely.join(declared.select("run", "member", "line", "topic", "partition"),
-                          ["run", "member", "line", "topic", "partition"], "left_anti")
-    rows = t.collect(stale.select("run", "member", "line", "ts", "topic", "partition", F.lit("stale").alias("kind"))
-            .unionByName(missing.select("run", "member", "line", "ts", "topic", "partition", F.lit("missing").alias("kind")))
-            .groupBy("run", "member", "line", "ts", "kind")
-            .agg(F.collect_list(F.struct("topic", "partition")).alias("tps")))
+    missing = surely.join(declared.select(*key), key, "left_anti")
+    v0 = (t.subscriptions.where((F.col("source") == "request") & F.col("decode_error").isNull() & (F.col("version") == 0)
+                                & F.col("protocol_name").isin(*config.COOPERATIVE_ASSIGNORS))
+          .join(coop_members, ["run", "member"]).groupBy("run", "member", "protocol_name")
+          .agg(F.min("ts").alias("ts"), F.min("line").alias("line"), F.count("*").alias("frames")))
+    cols = ["run", "member", "line", "ts", "topic", "partition"]
+    rows, claim_rows, v0_rows = t.collect_many(
+        stale.select(*cols, F.lit("stale").alias("kind"))
+        .unionByName(missing.select(*cols, F.lit("missing").alias("kind")))
+        .unionByName(slack.select(*cols, F.lit("slack").alias("kind")))
+        .groupBy("run", "member", "line", "ts", "kind")
+        .agg(F.collect_list(F.struct("topic", "partition")).alias("tps")),
+        claims.groupBy("run", "member", "line", "ts", "sync_line", "sync_ts")
+        .agg(F.collect_list(F.struct("topic", "partition")).alias("tps")),
+        v0)
     out = []
+    for r in claim_rows:
+        parts = tps(r["tps"])
+        since = (f"its last assignment (SyncGroup response, wire line {r['sync_line']}) did not give it them"
+                 if r["sync_line"] is not None else "it had received no assignment since it started")
+        out.append(violation("E5", r["run"], f"{r['member']} declared {fmt_tps(parts)} owned in JoinGroup (wire line "
+                             f"{r['line']}), but {since}: a stale claim", members=[r["member"]], culprit=r["member"],
+                             partitions=parts, ts=r["ts"],
+                             evidence={"wire_line": r["line"], "kind": "stale-claim", "assignment_wire_line": r["sync_line"]}))
     for r in rows:
         parts = tps(r["tps"])
         if r["kind"] == "stale":
             msg = f"{r['member']} declared owned {fmt_tps(parts)} in JoinGroup, which its history says it does not own"
-        else:
+        elif r["kind"] == "missing":
             msg = f"{r['member']} owns {fmt_tps(parts)} per its history but did not declare them in JoinGroup"
-        out.append(violation("E5", r["run"], msg, members=[r["member"]], partitions=parts, ts=r["ts"],
-                             evidence={"wire_line": r["line"], "kind": r["kind"]}))
+        else:
+            out.append(violation("E5", r["run"], f"{r['member']} declared owned {fmt_tps(parts)} in JoinGroup (wire line "
+                                 f"{r['line']}) within a heartbeat of its history's assignment or revoke",
+                                 members=[r["member"]], partitions=parts, ts=r["ts"],
+                                 evidence={"wire_line": r["line"], "kind": "slack"}, allowed_by="E5/clock-slack"))
+            continue
+        out.append(violation("E5", r["run"], msg, members=[r["member"]], culprit=r["member"], partitions=parts,
+                             ts=r["ts"], evidence={"wire_line": r["line"], "kind": r["kind"]}))
+    for r in v0_rows:
+        out.append(violation("E5", r["run"], f"{r['member']} offered {r['protocol_name']} with a v0 subscription, which "
+                             "cannot declare owned partitions: a cooperative group cannot keep its partitions",
+                             members=[r["member"]], culprit=r["member"], ts=r["ts"],
+                             evidence={"wire_line": r["line"], "frames": r["frames"]}))
     return out

@@ -4,18 +4,20 @@ A generation's members are the leader's view (its JoinGroup response member
 list); its assignment is the leader's SyncGroup request. Members are compared
 by name (the tap owner of a member id), since ids change on restart.
 
-Allowed anomalies:
-- L1: a generation whose leader never sent SyncGroup is allowed when a fault
-  hit the leader (or the broker / everyone) between that generation's join
-  and the next one: the leader died or was cut off before it could sync. So
-  is one whose leader was already being stopped (terminate or kill, not
-  started again since) when the generation formed: a closing client that is
-  elected leader on its way out (teardown stops members one by one) rightly
-  abandons the round; and one whose leader is a killed instance's member id,
-  unseen on the wire since the member started again (seen: the reference
-  member killed while its JoinGroup was pending, restarted under a new id;
-  the broker kept the dead id as leader until its session expired). When the leader sent a SyncGroup for another
-  generation instead, the violation names it (seen: librdkafka before 2.10
+Scope and allowed findings (each rule named in :mod:`conformance.pipeline.checks.rules`):
+- L1: a generation whose leader never sent SyncGroup is an allowed finding
+  when a fault hit the leader (or the broker / everyone) between that
+  generation's join and the next one (rule L1/fault-hit-leader: the leader
+  died or was cut off before it could sync); when its leader was already
+  being stopped (terminate or kill, not started again since) when the
+  generation formed (rule L1/leader-stopping: a closing client elected
+  leader on its way out rightly abandons the round); and when its leader is
+  a killed instance's member id, unseen on the wire since the member started
+  again (rule L1/dead-leader-id; seen: the reference member killed while its
+  JoinGroup was pending, restarted under a new id; the broker kept the dead
+  id as leader until its session expired). A leader that sent a SyncGroup
+  for another generation instead was alive and talking: no rule excuses it,
+  and the violation names that generation (seen: librdkafka before 2.10
   sets its generation to -1 when a commit of the previous generation fails
   during the join, then syncs with -1; librdkafka issue 4059).
 - L1 does not judge a missing SyncGroup of a run's last generation when the
@@ -99,7 +101,7 @@ def check_l1(t: Tables) -> list[dict]:
     during = (g.join(faults, "run")
               .where((F.col("f_ts") >= F.col("join_ts") - 1) & (F.col("f_ts") <= window_end)
                      & (F.col("target").isin("broker", "all") | (F.col("target") == F.col("leader"))))
-              .select("run", "generation", "fault"))
+              .select("run", "generation", "fault", "f_ts", F.lit("L1/fault-hit-leader").alias("rule")))
     starts = faults.where(F.col("fault") == "start").select("run", F.col("target").alias("s_target"),
                                                             F.col("f_ts").alias("s_ts"))
     # The leader's id was last on the wire before the member started again: the id is the stopped
@@ -113,8 +115,10 @@ def check_l1(t: Tables) -> list[dict]:
                 .groupBy(g["run"], "generation", "leader_id", "f_ts", "fault").agg(F.min("s_ts").alias("s_ts"))
                 .join(id_last, ["run", "leader_id"], "left")
                 .where(F.col("s_ts").isNull() | ~F.coalesce(F.col("id_last_ts") >= F.col("s_ts"), F.lit(False)))
-                .select("run", "generation", "fault"))
-    hit = during.unionByName(stopping).groupBy("run", "generation").agg(F.collect_list("fault").alias("faults"))
+                .select("run", "generation", "fault", "f_ts",
+                        F.when(F.col("s_ts").isNull(), "L1/leader-stopping").otherwise("L1/dead-leader-id").alias("rule")))
+    hit = (during.unionByName(stopping).groupBy("run", "generation")
+           .agg(F.sort_array(F.collect_list(F.struct("f_ts", "fault", "rule"))).alias("faults")))
     # What the leader sent instead, if anything: a SyncGroup naming another generation, in the window.
     # (Its response is the leader's next SyncGroup response of that generation: the tap copies a request's
     # generation into its response.)
@@ -145,22 +149,35 @@ def check_l1(t: Tables) -> list[dict]:
         if r["assigned"] is None:
             cut_before_sync = (r["complete"] is False and r["next_join_ts"] is None
                                and r["run_end_ts"] - r["join_ts"] < r["session_ms"])
-            if not r["faults"] and not cut_before_sync:
-                leader, stray = r["leader"] or r["leader_id"], r["stray"]
-                if stray is None:
-                    what, evidence = "sent no SyncGroup assignments", {"leader_id": r["leader_id"]}
-                else:
-                    what = (f"sent its SyncGroup for generation {stray['generation']} instead"
-                            + (f" (error {stray['error_code']})" if stray["error_code"] else ""))
-                    evidence = {"leader_id": r["leader_id"], "sync_generation": stray["generation"],
-                                "sync_ts": stray["ts"], "sync_error_code": stray["error_code"]}
-                out.append(violation("L1", run, f"leader {leader} of generation {gen} {what} and no fault hit it",
-                                     members=[r["leader"]], generation=gen, ts=r["join_ts"], evidence=evidence))
+            if cut_before_sync:
+                continue
+            leader, stray, faults = r["leader"] or r["leader_id"], r["stray"], r["faults"] or []
+            if stray is None:
+                what, evidence = "sent no SyncGroup assignments", {"leader_id": r["leader_id"]}
+            else:
+                what = (f"sent its SyncGroup for generation {stray['generation']} instead"
+                        + (f" (error {stray['error_code']})" if stray["error_code"] else ""))
+                evidence = {"leader_id": r["leader_id"], "sync_generation": stray["generation"],
+                            "sync_ts": stray["ts"], "sync_error_code": stray["error_code"]}
+            evidence["faults"] = [{"fault": f["fault"], "ts": f["f_ts"], "rule": f["rule"]} for f in faults]
+            if faults and stray is None:
+                # The leader could not sync: a named rule excuses it (the first fault that applies).
+                first = faults[0]
+                out.append(violation("L1", run, f"leader {leader} of generation {gen} {what}: {first['fault']} of it "
+                                     f"at {first['f_ts']:.0f}", members=[r["leader"]], generation=gen, ts=r["join_ts"],
+                                     evidence=evidence, allowed_by=first["rule"]))
+                continue
+            # A leader that synced another generation was alive and talking: no fault excuses that.
+            cause = "no fault hit it" if not faults else f"a {faults[0]['fault']} does not excuse a leader that synced"
+            out.append(violation("L1", run, f"leader {leader} of generation {gen} {what} and {cause}",
+                                 members=[r["leader"]], culprit=r["leader"], generation=gen, ts=r["join_ts"],
+                                 evidence=evidence))
             continue
         missing = sorted(set(r["view"] or []) - set(r["assigned"]))
         if missing:
             out.append(violation("L1", run, f"leader {r['leader'] or r['leader_id']} of generation {gen} assigned nothing "
                                  f"to member(s) {', '.join(missing)} of that generation", members=[r["leader"]],
+                                 culprit=r["leader"],
                                  generation=gen, ts=r["join_ts"],
                                  evidence={"members": sorted(r["view"] or []), "assigned": sorted(r["assigned"])}))
     return out

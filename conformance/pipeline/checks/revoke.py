@@ -1,33 +1,35 @@
 """Incremental-revoke invariants R1-R5 (KIP-429).
 
-Allowed anomalies, each with its reason:
+Scope and allowed findings (each rule named in :mod:`conformance.pipeline.checks.rules`):
 - R1 and R3 do not apply to eager generations/runs: eager revokes everything
   by design.
 - R1: a claim is valid only if its declared generation (subscription v2+) is
   the highest among the members claiming that partition (KIP-792); a v0/v1
   claim (generation -1) loses to any claim that carries a generation.
-- R2: an overlap is allowed when it starts while a fault that makes a member
-  look dead to the group (pause, proxy-disable, toxic-add, broker faults) is
-  active on one of the two members, or within a session timeout plus a
-  heartbeat interval after its heal: the group legitimately moved the
-  partition, and the cut-off member records ``lost`` only once it notices.
-  A killed member's ownership ends at the kill (see derived.incarnations).
-- R3: a revoke while a fault that makes the member look dead (the R2 list)
-  hits it or the broker, up to a session timeout plus a heartbeat after the
-  heal, is not judged: the member's session was cut, not rebalanced. Sarama
-  ends its whole session on a coordinator EOF and, having no "lost" signal,
-  reports it as a revoke of everything it then gets back (broker-restart).
+- R2: an overlap that begins and ends inside a fault window
+  (:func:`common.fault_windows`: a fault that can make one of the two owners,
+  or the broker, look dead, from its invocation to its heal plus a session
+  timeout and a heartbeat) is an allowed finding (rule R2/fault-window): the
+  group legitimately moved the partition, and the cut-off member records
+  ``lost`` only once it notices. An overlap that outlives the window is a
+  violation. A killed member's ownership ends at the kill (see
+  derived.incarnations).
+- R3: a revoke and re-assign inside a fault window of the member or the
+  broker is an allowed finding (rule R3/fault-window): the member's session
+  was cut, not rebalanced. Sarama ends its whole session on a coordinator EOF
+  and, having no "lost" signal, reports it as a revoke of everything it then
+  gets back (broker-restart).
 - R3: a partition revoked in one generation and assigned back to the same
-  member in a later one is not judged when the leader's inputs differ between
-  the two generations and the revoking generation's assignment did not leave
-  the member that partition: the revoke was due, and the next leader planned
-  for another group. Inputs differ when the group's membership (the member
-  ids of the leader's JoinGroup view) does (a dead member's session expired
-  between the two rounds, say), or the topics the two assignments cover do
-  (a leader assigns with the metadata it has, and a topic a member has just
-  subscribed to may not be in it yet: the next round covers it and plans
-  again; seen with kafka-python leading subscription-change). A revoke of a
-  partition the member's assignment kept is judged regardless.
+  member in a later one is an allowed finding (rule R3/replanned) when the
+  leader's inputs differ between the two generations and the revoking
+  generation's assignment did not leave the member that partition: the revoke
+  was due, and the next leader planned for another group. Inputs differ when
+  the group's membership (the member ids of the leader's JoinGroup view) does
+  (a member left or joined between the two rounds), or the topics the two
+  assignments cover do (a leader assigns with the metadata it has, and a
+  topic a member has just subscribed to may not be in it yet; seen with
+  kafka-python leading subscription-change). A revoke of a partition the
+  member's assignment kept is a violation regardless.
   Where a history does not name the generation (the Java harness cannot read
   it before 2.5), an event's generation is that of the member's last
   successful SyncGroup response on the wire at or before it (the tap
@@ -41,8 +43,9 @@ Allowed anomalies, each with its reason:
   on idle partitions.
 - R4: a revocation within the revoke bound of the run's end is not judged
   (the run ended before the bound), and neither is one after which every
-  member stopped, nor one made in a fault window of the member or the
-  broker (as R3: the session was cut, not rebalanced; V1 judges that the
+  member stopped. One made inside a fault window of the member or the broker
+  that reaches no new owner in time is an allowed finding (rule
+  R4/fault-window: the session was cut, not rebalanced; V1 judges that the
   group converges and owns every partition after the last fault).
 - R5: the final generation's protocol is not judged in a run cut short (a
   suite error or Ctrl-C): an upgrade stopped halfway rightly ends eager.
@@ -54,7 +57,7 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from conformance import config
-from conformance.pipeline.checks.common import fault_windows, fmt_tps, timing, violation
+from conformance.pipeline.checks.common import fmt_tps, split_by_fault_windows, timing, violation, window_text
 from conformance.pipeline.checks.leadership import assignment_rows, generation_member_ids
 from conformance.pipeline.derived import Tables, is_cooperative
 
@@ -99,20 +102,6 @@ def check_r1(t: Tables) -> list[dict]:
     return out
 
 
-def _outside_fault_windows(t: Tables, name: str, df, keys: list[str], ts: str, members: list[str]):
-    """The rows of ``df`` whose ``ts`` does not fall in a fault window (:func:`common.fault_windows`) of
-    one of the ``members`` columns' members, the broker or everyone; ``keys`` identify a row.
-    The answer reads ``df`` twice, so ``df`` is built once per Tables, as ``name`` (:meth:`Tables.shared`)."""
-    df = t.shared(name, lambda df=df: df)
-    win = fault_windows(t)
-    hit = F.col("target").isin("all", "broker")
-    for m in members:
-        hit = hit | (F.col("target") == F.col(m))
-    excused = (df.join(win, "run").where(hit & (F.col(ts) >= F.col("w_start")) & (F.col(ts) <= F.col("w_end")))
-               .select(*keys).distinct())
-    return df.join(excused, keys, "left_anti")
-
-
 def check_r2(t: Tables) -> list[dict]:
     a = t.ownership.select("run", "topic", "partition", F.col("member").alias("m1"), F.col("start_ts").alias("s1"),
                            F.col("end_ts").alias("e1"), F.col("end_reason").alias("r1"))
@@ -120,22 +109,36 @@ def check_r2(t: Tables) -> list[dict]:
                            F.col("end_ts").alias("e2"), F.col("end_reason").alias("r2"))
     ov = (a.join(b, ["run", "topic", "partition"])
           .where((F.col("m1") < F.col("m2")) & (F.col("s1") < F.col("e2")) & (F.col("s2") < F.col("e1")))
-          .withColumn("ov_start", F.greatest("s1", "s2")).withColumn("ov_end", F.least("e1", "e2")))
+          .withColumn("ov_start", F.greatest("s1", "s2")).withColumn("ov_end", F.least("e1", "e2"))
+          # The member that kept the partition is the one whose interval began first.
+          .withColumn("kept_by", F.when(F.col("s1") <= F.col("s2"), F.col("m1")).otherwise(F.col("m2"))))
     keys = ["run", "topic", "partition", "m1", "s1", "m2", "s2"]
-    bad = t.collect(_outside_fault_windows(t, "r2-overlaps", ov, keys, "ov_start", ["m1", "m2"])
-           .groupBy("run", "m1", "m2")
-           .agg(F.collect_list(F.struct("topic", "partition", "ov_start", "ov_end", "r1", "r2")).alias("cases")))
+    bad, excused = split_by_fault_windows(t, "r2-overlaps", ov, keys, "ov_start", "ov_end", ["m1", "m2"])
+    case = F.struct("topic", "partition", "ov_start", "ov_end", "r1", "r2", "kept_by")
+    bad = bad.groupBy("run", "m1", "m2").agg(F.collect_list(case).alias("cases"))
+    excused = excused.select("run", "m1", "m2", "window", case.alias("case"))
+    bad, excused = t.collect_many(bad, excused)
     out = []
     for r in bad:
         cases = sorted(r["cases"], key=lambda c: c["ov_start"])
         parts = sorted({(c["topic"], c["partition"]) for c in cases})
         first = cases[0]
         out.append(violation("R2", r["run"], f"{r['m1']} and {r['m2']} both owned {fmt_tps(parts)}; first overlap "
-                             f"{first['topic']}-{first['partition']} for {first['ov_end'] - first['ov_start']:.0f} ms",
-                             members=[r["m1"], r["m2"]], partitions=[list(p) for p in parts], ts=first["ov_start"],
+                             f"{first['topic']}-{first['partition']} for {first['ov_end'] - first['ov_start']:.0f} ms "
+                             f"(kept by {first['kept_by']})",
+                             members=[r["m1"], r["m2"]], partitions=[list(p) for p in parts],
+                             ts=first["ov_start"],
                              evidence={"overlaps": [{"partition": [c["topic"], c["partition"]], "from": c["ov_start"],
-                                                     "to": c["ov_end"], "ended_by": [c["r1"], c["r2"]]}
+                                                     "to": c["ov_end"], "ended_by": [c["r1"], c["r2"]],
+                                                     "kept_by": c["kept_by"]}
                                                     for c in cases[:20]]}))
+    for r in excused:
+        c, w = r["case"], r["window"]
+        out.append(violation("R2", r["run"], f"{r['m1']} and {r['m2']} both owned {c['topic']}-{c['partition']} for "
+                             f"{c['ov_end'] - c['ov_start']:.0f} ms inside the window of {window_text(w)}",
+                             members=[r["m1"], r["m2"]], partitions=[[c["topic"], c["partition"]]], ts=c["ov_start"],
+                             evidence={"from": c["ov_start"], "to": c["ov_end"], "window": w.asDict()},
+                             allowed_by="R2/fault-window"))
     return out
 
 
@@ -182,18 +185,22 @@ def check_r3(t: Tables) -> list[dict]:
     again = ev.where((F.col("event") == "revoked") & (F.col("next_event") == "assigned")
                      & (F.coalesce("protocol", F.lit("cooperative")) != "eager"))
     keys = ["run", "member", "line", "topic", "partition"]
-    # Read three times below: built once.
-    again = t.shared("r3-unexcused", lambda again=again: _outside_fault_windows(
-        t, "r3-revoked-then-assigned", again, keys, "ts", ["member"]))
     others = t.ownership.select("run", "topic", "partition", F.col("member").alias("other"), F.col("start_ts").alias("o_start"))
     moved = (again.join(others, ["run", "topic", "partition"])
              .where((F.col("other") != F.col("member")) & (F.col("o_start") >= F.col("ts"))
                     & (F.col("o_start") <= F.col("next_ts")))
              .select(*keys).distinct())
-    bad = t.collect(again.join(moved, keys, "left_anti").join(_replanned(t, again), keys, "left_anti")
-           .groupBy("run", "member")
-           .agg(F.collect_list(F.struct("topic", "partition", "ts", "next_ts", "generation", "next_generation"))
-                .alias("cases")))
+    # A partition another member owned in between really moved: no anomaly.
+    unmoved, in_window = split_by_fault_windows(t, "r3-revoked-then-assigned", again.join(moved, keys, "left_anti"),
+                                                keys, "ts", "ts", ["member"])
+    unmoved = t.shared("r3-unexcused", lambda: unmoved)   # read twice below
+    replanned = _replanned(t, unmoved)
+    case = F.struct("topic", "partition", "ts", "next_ts", "generation", "next_generation")
+    bad = (unmoved.join(replanned.select(*keys), keys, "left_anti").groupBy("run", "member")
+           .agg(F.collect_list(case).alias("cases")))
+    bad, in_window, replanned = t.collect_many(
+        bad, in_window.select("run", "member", "window", case.alias("c")),
+        replanned.select("run", "member", "ids_before", "ids_after", "topics_before", "topics_after", case.alias("c")))
     out = []
     for r in bad:
         cases = sorted(r["cases"], key=lambda c: c["ts"])
@@ -205,14 +212,35 @@ def check_r3(t: Tables) -> list[dict]:
                                                   "assigned_ts": c["next_ts"], "revoked_generation": c["generation"],
                                                   "assigned_generation": c["next_generation"]}
                                                  for c in cases[:20]]}))
+    for r in in_window:
+        c = r["c"]
+        out.append(violation("R3", r["run"], f"{r['member']} had {c['topic']}-{c['partition']} revoked and assigned back "
+                             f"inside the window of {window_text(r['window'])}", members=[r["member"]],
+                             partitions=[[c["topic"], c["partition"]]], ts=c["ts"],
+                             evidence={"revoked_ts": c["ts"], "assigned_ts": c["next_ts"], "window": r["window"].asDict()},
+                             allowed_by="R3/fault-window"))
+    for r in replanned:
+        c = r["c"]
+        joined = sorted(set(r["ids_after"] or []) - set(r["ids_before"] or []))
+        left = sorted(set(r["ids_before"] or []) - set(r["ids_after"] or []))
+        why = (f"members left ({', '.join(left) or 'none'}) and joined ({', '.join(joined) or 'none'})"
+               if joined or left else
+               f"the assignments covered {', '.join(r['topics_before'] or [])} then {', '.join(r['topics_after'] or [])}")
+        out.append(violation("R3", r["run"], f"{r['member']} had {c['topic']}-{c['partition']} revoked in generation "
+                             f"{c['generation']} and assigned back in {c['next_generation']}, replanned: {why}",
+                             members=[r["member"]], partitions=[[c["topic"], c["partition"]]], ts=c["ts"],
+                             generation=c["generation"],
+                             evidence={"left": left, "joined": joined, "topics_before": list(r["topics_before"] or []),
+                                       "topics_after": list(r["topics_after"] or [])},
+                             allowed_by="R3/replanned"))
     return out
 
 
 def _replanned(t: Tables, again):
-    """The rows of ``again`` (a revoke in ``generation``, assigned back in ``next_generation``) that the
-    module docstring's R3 exemption covers: the leader's inputs (member ids, topics covered) differ
-    between the two generations, and the revoking generation's assignment did not leave the member
-    the partition."""
+    """The rows of ``again`` (a revoke in ``generation``, assigned back in ``next_generation``) that
+    rule R3/replanned covers: the leader's inputs (member ids, topics covered) differ between the two
+    generations, and the revoking generation's assignment did not leave the member the partition;
+    with ``ids_before``, ``ids_after``, ``topics_before`` and ``topics_after`` as evidence."""
     rows = assignment_rows(t).where(F.col("topic").isNotNull())
     kept = rows.select("run", "generation", F.col("subject").alias("member"), "topic", "partition")
     inputs = (generation_member_ids(t)
@@ -226,7 +254,7 @@ def _replanned(t: Tables, again):
             .where((F.col("ids_before") != F.col("ids_after"))
                    | ~F.col("topics_before").eqNullSafe(F.col("topics_after")))
             .join(kept, ["run", "generation", "member", "topic", "partition"], "left_anti")
-            .select("run", "member", "line", "topic", "partition").distinct())
+            .dropDuplicates(["run", "member", "line", "topic", "partition"]))
 
 
 def check_r4(t: Tables) -> list[dict]:
@@ -235,26 +263,31 @@ def check_r4(t: Tables) -> list[dict]:
     revokes = (ev.where(F.col("event") == "revoked").join(tm, "run").join(t.run_end, "run")
                .where(F.col("ts") + F.col("revoke_ms") <= F.col("run_end_ts")))
     alive_after = (t.incarnations.select("run", F.col("end_ts").alias("i_end"), F.col("start_ts").alias("i_start")))
+    keys = ["run", "member", "line", "topic", "partition"]
     revokes = (revokes.join(alive_after, "run")
                .where((F.col("i_start") <= F.col("ts") + F.col("revoke_ms")) & (F.col("i_end") > F.col("ts") + F.col("revoke_ms")))
-               .select("run", "member", "line", "ts", "topic", "partition", "revoke_ms").distinct())
-    # Read twice below: built once.
-    revokes = t.shared("r4-unexcused", lambda revokes=revokes: _outside_fault_windows(
-        t, "r4-revokes", revokes, ["run", "member", "line", "topic", "partition"], "ts", ["member"]))
+               .select(*keys, "ts", "revoke_ms").distinct())
     owners = t.ownership.select("run", "topic", "partition", F.col("member").alias("new_owner"),
                                 F.col("start_ts").alias("o_start"), F.col("end_ts").alias("o_end"))
     # Reached: some member (the revoker itself after a real move counts too) owns it within the bound.
     reached = (revokes.join(owners, ["run", "topic", "partition"])
                .where((F.col("o_start") <= F.col("ts") + F.col("revoke_ms")) & (F.col("o_end") > F.col("ts"))
                       & ((F.col("new_owner") != F.col("member")) | (F.col("o_start") >= F.col("ts"))))
-               .select("run", "member", "line", "topic", "partition").distinct())
-    bad = t.collect(revokes.join(reached, ["run", "member", "line", "topic", "partition"], "left_anti")
-           .groupBy("run", "member", "ts", "revoke_ms")
-           .agg(F.collect_list(F.struct("topic", "partition")).alias("tps")))
-    return [violation("R4", r["run"], f"{fmt_tps([[x['topic'], x['partition']] for x in r['tps']])} revoked by "
-                      f"{r['member']} reached no new owner within {r['revoke_ms']:.0f} ms", members=[r["member"]],
-                      partitions=[[x["topic"], x["partition"]] for x in r["tps"]], ts=r["ts"],
-                      evidence={"revoke_bound_ms": r["revoke_ms"]}) for r in bad]
+               .select(*keys).distinct())
+    bad, in_window = split_by_fault_windows(t, "r4-unreached", revokes.join(reached, keys, "left_anti"), keys,
+                                            "ts", "ts", ["member"])
+    bad, in_window = t.collect_many(
+        bad.groupBy("run", "member", "ts", "revoke_ms").agg(F.collect_list(F.struct("topic", "partition")).alias("tps")),
+        in_window.select("run", "member", "ts", "topic", "partition", "window"))
+    out = [violation("R4", r["run"], f"{fmt_tps([[x['topic'], x['partition']] for x in r['tps']])} revoked by "
+                     f"{r['member']} reached no new owner within {r['revoke_ms']:.0f} ms", members=[r["member"]],
+                     partitions=[[x["topic"], x["partition"]] for x in r["tps"]], ts=r["ts"],
+                     evidence={"revoke_bound_ms": r["revoke_ms"]}) for r in bad]
+    out += [violation("R4", r["run"], f"{r['topic']}-{r['partition']} revoked by {r['member']} reached no new owner "
+                      f"within the bound, inside the window of {window_text(r['window'])}", members=[r["member"]],
+                      partitions=[[r["topic"], r["partition"]]], ts=r["ts"], evidence={"window": r["window"].asDict()},
+                      allowed_by="R4/fault-window") for r in in_window]
+    return out
 
 
 def check_r5(t: Tables) -> list[dict]:

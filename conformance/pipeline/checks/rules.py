@@ -10,8 +10,9 @@ is seen, not silently absorbed.
 
 A rule is as narrow as the evidence that justifies it. Widening one to silence
 a false alarm needs a test that the bug class it could hide is still caught
-(tests/test_pipeline_rules.py holds one per rule: a story inside the rule is
-allowed, the same anomaly just outside it is a violation).
+(tests/test_pipeline_invariants.py, ``RULE_STORIES``: per rule, a story inside
+the rule is an allowed finding and the same anomaly just outside it is a
+violation).
 
 What a check does not judge at all (R1 in eager generations, D1 in a run cut
 short, ...) is scope, said in the check module's docstring; it produces no
@@ -37,11 +38,10 @@ class Rule:
 
 _RULES: tuple[Rule, ...] = (
     Rule("E5/clock-slack", "E5",
-         "a partition assigned or revoked within a few milliseconds (config.E5_SLACK_MS) of a JoinGroup, "
-         "by the order of the tap's and the harness's clocks",
-         "The wire tap and the harness are different processes stamping epoch ms; a member may record "
-         "an assignment just after the tap forwarded the JoinGroup that already reflects it. Real members "
-         "rejoin 1-5 ms after a revoke, so the slack is milliseconds, not a heartbeat."),
+         "a declared partition that the member's history shows assigned or revoked within a heartbeat interval "
+         "of the JoinGroup (the wire's exact check, against the last SyncGroup response, still applies)",
+         "The wire tap and the harness are different processes stamping epoch ms, and a harness records an "
+         "assignment in its callback, after the client took it: the history can lag the wire by up to a poll."),
     Rule("L1/fault-hit-leader", "L1",
          "a generation whose leader sent no SyncGroup when a fault hit that leader or the broker between the "
          "generation's join and the next join",
