@@ -34,6 +34,8 @@ def _judge(spark, produced: list[Range], consumed: list[Range]) -> list[dict]:
                                          "last_offset long, ts double, event string, member string")
     t = Tables(*[events] * 10)
     t.events = events
+    t.ownership = spark.createDataFrame([], "run string, topic string, partition int, member string, "
+                                            "start_ts double, end_ts double")
     t.cells = spark.createDataFrame([(r, True) for r in sorted({r[0] for r in rows})], "run string, complete boolean")
     return sorted(check_d1(t), key=lambda v: (v["run"], v["partitions"]))
 

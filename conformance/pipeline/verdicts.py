@@ -3,8 +3,12 @@
 All cells of a call are ingested into one set of tables and every check runs
 once over all of them (the number of Spark jobs does not grow with cells).
 
-Verdict per invariant: "pass" (no violation, or only warnings), "fail"
-(violations), "unknown" (the check raised: its error is kept; never a pass).
+Verdict per invariant: "pass" (no violation, or only warnings; allowed
+findings, each excused by a named rule of :mod:`conformance.pipeline.checks.rules`,
+are listed under ``allowed`` and counted per rule in the cell's ``allowed``),
+"fail" (violations), "known-issue" (every violation matches a known client bug
+of :mod:`conformance.members.known_issues`, which it then names), "unknown"
+(the check raised: its error is kept; never a pass).
 Each cell also gets ``verdict``: "fail" if any invariant failed, else
 "unknown" if any was unknown, else "incomplete" if the run was cut short (a
 suite error or Ctrl-C stopped it before its scenario ended: ``cut_short``
@@ -12,7 +16,9 @@ says why; what a run promises only by its end, D1's delivery, L5's
 coverage, R5's final protocol, V1's convergence, L2 and L3's final
 generation, is not judged in it, while everything it did observe is), else
 "malformed" if input lines could not be used (listed in ``malformed`` with
-file and line), else "pass". Only "pass" passes a cell.
+file and line), else "known-issue" if an invariant was, else "pass". Only
+"pass" passes a cell; "known-issue" is neither a pass nor a new failure.
+``root_cause`` is the failing finding to read first (:func:`root_cause`).
 
 Outputs under ``out_dir``: ``tables/`` (Parquet: the input tables and the
 derived ``ownership``, ``incarnations``, ``generations``) and
@@ -50,6 +56,7 @@ import traceback
 from pathlib import Path
 
 from conformance import config
+from conformance.members import known_issues
 from conformance.pipeline import derived, ingest, metrics
 from conformance.pipeline.batch import CollectBatcher
 from conformance.pipeline.checks import CATALOG
@@ -73,7 +80,37 @@ class Phases:
 
 
 def _status(violations: list[dict]) -> str:
-    return "fail" if any(v["evidence"].get("severity") != "warning" for v in violations) else "pass"
+    """fail: a violation that is neither a warning nor a known issue; known-issue: only known
+    issues (and warnings); else pass."""
+    failing = [v for v in violations if v["evidence"].get("severity") != "warning"]
+    if any(not v.get("known_issue") for v in failing):
+        return "fail"
+    return "known-issue" if failing else "pass"
+
+
+def _mark_known_issues(invariant: str, violations: list[dict], specs: dict[str, str]) -> None:
+    """Give each violation that matches :data:`conformance.members.known_issues.KNOWN_ISSUES` (through
+    a member it names) its ``known_issue``: reference and summary."""
+    for viol in violations:
+        named = [specs[m] for m in viol.get("members") or [] if m in specs]
+        issue = known_issues.match(invariant, named)
+        if issue is not None:
+            viol["known_issue"] = {"kind": issue.kind, "versions": issue.versions, "reference": issue.reference,
+                                   "summary": issue.summary}
+
+
+def root_cause(verdict: dict) -> dict | None:
+    """The finding reported first: the earliest failing violation that names a culprit (the evidence
+    blames that member; what follows it is mostly its consequences), else the earliest failing one.
+    None when nothing failed."""
+    failing = [dict(viol, invariant=inv) for inv, i in verdict["invariants"].items() if i["status"] == "fail"
+               for viol in i["violations"] if viol["evidence"].get("severity") != "warning" and not viol.get("known_issue")]
+    if not failing:
+        return None
+    blamed = [f for f in failing if f.get("culprit")]
+    first = min(blamed or failing, key=_finding_order)
+    return {"invariant": first["invariant"], "message": first["message"], "culprit": first.get("culprit"),
+            "ts": first["ts"]}
 
 
 def _finding_order(f: dict):
@@ -105,17 +142,21 @@ def _materialize(spark, t: derived.Tables, tables_dir: Path) -> None:
 
 def assemble(cells: dict[str, dict], members: dict[str, list[str]], results: dict[str, list[dict] | BaseException],
              cell_metrics: dict[str, dict] | BaseException, malformed: list[dict],
-             run_dirs: dict[str, str] | None = None) -> list[dict]:
+             run_dirs: dict[str, str] | None = None,
+             member_specs: dict[str, dict[str, str]] | None = None) -> list[dict]:
     """CellVerdicts from the checks' results (pure; see the module docstring for the rules).
 
     ``results``: invariant -> violations (each with its ``run``) or the
-    exception the check raised; ``malformed``: rows with run, file, line, problem.
+    exception the check raised; ``malformed``: rows with run, file, line, problem;
+    ``member_specs``: per run, member name -> spec (what a finding's ``members`` are
+    matched against the known issues with, and the matrix attributes by).
     """
     verdicts: dict[str, dict] = {}
     for run, c in cells.items():
         verdicts[run] = {"run": run, "scenario": c["scenario"], "broker_version": c["broker_version"],
                          "members": sorted(members.get(run, [])), "seed": c.get("seed"), "invariants": {},
-                         "metrics": {}, "malformed": [], "cut_short": c.get("cut_short")}
+                         "metrics": {}, "malformed": [], "cut_short": c.get("cut_short"),
+                         "member_specs": dict((member_specs or {}).get(run, {}))}
     for inv, found in results.items():
         if isinstance(found, BaseException):  # a crashing check is "unknown", never "pass"
             err = f"{type(found).__name__}: {found}".strip()
@@ -135,6 +176,7 @@ def assemble(cells: dict[str, dict], members: dict[str, list[str]], results: dic
                 allowed = allowed_by_run.get(run, [])
                 for group in (vs, allowed):
                     group.sort(key=_finding_order)
+                _mark_known_issues(inv, vs, verdicts[run]["member_specs"])
                 verdicts[run]["invariants"][inv] = {"status": _status(vs), "violations": vs, "allowed": allowed,
                                                     "error": None}
     for run, v in verdicts.items():
@@ -149,7 +191,9 @@ def assemble(cells: dict[str, dict], members: dict[str, list[str]], results: dic
         v["allowed"] = allowed_counts(v)
         statuses = {i["status"] for i in v["invariants"].values()}
         v["verdict"] = ("fail" if "fail" in statuses else "unknown" if "unknown" in statuses
-                        else "incomplete" if v["cut_short"] else "malformed" if v["malformed"] else "pass")
+                        else "incomplete" if v["cut_short"] else "malformed" if v["malformed"]
+                        else "known-issue" if "known-issue" in statuses else "pass")
+        v["root_cause"] = root_cause(v)
         c = cells[v["run"]]
         v["timing"] = {"start_ts": c.get("start_ts"), "end_ts": c.get("end_ts"), "last_fault_ts": c.get("last_fault_ts")}
         v["run_dir"] = (run_dirs or {}).get(v["run"])
@@ -280,8 +324,10 @@ def _check(spark, t: derived.Tables, run_ids: dict[str, str], clock: "Phases", p
     found, cell_metrics = results[1:-1], results[-1]
     cells = {r["run"]: r.asDict() for r in cells_rows}
     members: dict[str, list[str]] = {}
+    specs: dict[str, dict[str, str]] = {}
     for r in member_rows:
         members.setdefault(r["run"], []).append(r["spec"] or r["member"])
+        specs.setdefault(r["run"], {})[r["member"]] = r["spec"] or r["member"]
     malformed = [r.asDict() for r in malformed_rows]
     run_dirs_by_id = {run: d for d, run in run_ids.items()}
-    return assemble(cells, members, dict(zip(CATALOG, found)), cell_metrics, malformed, run_dirs_by_id)
+    return assemble(cells, members, dict(zip(CATALOG, found)), cell_metrics, malformed, run_dirs_by_id, specs)

@@ -1,7 +1,8 @@
 """Allure results written directly in Allure's documented result format.
 
 One ``<uuid>-result.json`` per cell (status "passed" / "failed" / "broken"
-for unknown checks), one step per invariant, labels for the broker version
+for unknown checks / "skipped" for known issues only), one step per invariant,
+a parameter per named exemption that allowed findings (with their count), labels for the broker version
 (parentSuite), scenario (suite) and member mix (subSuite), and the cell's
 verdict as a ``<uuid>-attachment.json``. ``historyId`` is stable for a
 (broker, scenario, members) cell, so Allure shows its history across runs.
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from conformance.pipeline.checks import CATALOG
 
-_STEP_STATUS = {"pass": "passed", "fail": "failed", "unknown": "broken"}
+_STEP_STATUS = {"pass": "passed", "fail": "failed", "unknown": "broken", "known-issue": "skipped"}
 
 
 def write(verdicts: list[dict], out_dir: Path) -> list[Path]:
@@ -43,9 +44,12 @@ def write(verdicts: list[dict], out_dir: Path) -> list[Path]:
                           "statusDetails": details, "start": start, "stop": stop, "steps": [], "attachments": [],
                           "parameters": []})
         verdict = v.get("verdict")
-        status = "passed" if verdict == "pass" else "broken" if verdict in ("unknown", "incomplete") else "failed"
+        status = ("passed" if verdict == "pass" else "skipped" if verdict == "known-issue"
+                  else "broken" if verdict in ("unknown", "incomplete") else "failed")
         failing = [s["name"] for s in steps if s["status"] != "passed"]
-        message = ("; ".join(failing) if failing else
+        rc = v.get("root_cause")
+        message = (f"read first: {rc['invariant']}: {rc['message']}; failing: " + "; ".join(failing) if failing and rc else
+                   "; ".join(failing) if failing else
                    f"cut short: {v['cut_short']}" if verdict == "incomplete" else
                    f"{len(v.get('malformed') or [])} malformed input line(s)" if verdict == "malformed" else None)
         attachment = f"{uid}-attachment.json"
@@ -64,7 +68,8 @@ def write(verdicts: list[dict], out_dir: Path) -> list[Path]:
             "steps": steps,
             "attachments": [{"name": "verdict", "source": attachment, "type": "application/json"}],
             "parameters": [{"name": "broker", "value": v["broker_version"]}, {"name": "members", "value": members},
-                           {"name": "seed", "value": str(v.get("seed"))}],
+                           {"name": "seed", "value": str(v.get("seed"))}]
+                          + [{"name": f"allowed {rule}", "value": str(n)} for rule, n in (v.get("allowed") or {}).items()],
             "labels": [{"name": "parentSuite", "value": f"broker {v['broker_version']}"},
                        {"name": "suite", "value": v["scenario"]}, {"name": "subSuite", "value": members},
                        {"name": "framework", "value": "conformance"}, {"name": "language", "value": "python"}],

@@ -2,8 +2,11 @@
 lines of inline JS; no CDN, no external resource).
 
 Sections: summary; the matrix per broker version and scenario (each entry
-links to the cells behind it); the trend over matrix runs; one section per
-cell with its invariants, violations (evidence expandable), metrics,
+links to the cells behind it); the per-member view (what each member spec was
+implicated in and blamed for); the trend over matrix runs; one section per
+cell with the finding to read first, its invariants, violations (evidence
+expandable, culprit or known issue labelled), allowed findings with the rule
+that excused each and their counts per rule, metrics,
 malformed lines, the per-partition ownership Gantt chart with faults, and the
 rebalance latency / pause charts.
 """
@@ -21,7 +24,7 @@ body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:20px;
 h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd}h3{font-size:15px}
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;padding:4px 8px;font-size:13px;vertical-align:top}
 th{background:#f4f4f4}.pass{background:#d9f2d9}.fail{background:#f8d0d0}.flaky{background:#fbe7b5}
-.unknown{background:#e0e0f0}.malformed{background:#f0e0f0}.incomplete{background:#e4e4e4}.none{background:#fafafa;color:#aaa}
+.unknown{background:#e0e0f0}.malformed{background:#f0e0f0}.incomplete{background:#e4e4e4}.known-issue{background:#e6f0fa}.none{background:#fafafa;color:#aaa}
 td.entry a{display:block;color:inherit;text-decoration:none}section.cell{margin:18px 0;padding:8px 12px;border:1px solid #ddd}
 section.cell:target{outline:3px solid #4e79a7}pre{background:#f7f7f7;padding:6px;overflow:auto;font-size:12px;max-height:300px}
 .badge{display:inline-block;padding:1px 8px;border-radius:8px;font-size:12px}.small{font-size:12px;color:#555}
@@ -94,18 +97,30 @@ def _cell_section(v: dict, tl: dict | None) -> str:
              f'seed {escape(str(v.get("seed")))} &middot; members {escape(", ".join(v.get("members") or []))}</p>',
              f'<p class="cut-short">cut short before its scenario ended: {escape(v["cut_short"])}</p>'
              if v.get("cut_short") else "",
-             "<table><tr><th>invariant</th><th>status</th><th>statement</th><th>violations</th></tr>"]
+             _root_cause(v),
+             "<table><tr><th>invariant</th><th>status</th><th>statement</th><th>violations</th><th>allowed</th></tr>"]
     for inv, (_check, statement) in CATALOG.items():
         i = v["invariants"].get(inv, {"status": "unknown", "violations": [], "error": "not run"})
         detail = ""
         if i.get("error"):
             detail = f"<pre>{escape(i['error'])}</pre>"
         for viol in i["violations"]:
-            detail += (f"<details><summary>{escape(viol['message'])}</summary>"
+            label = ""
+            if viol.get("known_issue"):
+                label = f'<span class="badge known-issue">known issue {escape(viol["known_issue"]["reference"])}</span> '
+            elif viol.get("culprit"):
+                label = f'<span class="badge fail">culprit {escape(viol["culprit"])}</span> '
+            detail += (f"<details><summary>{label}{escape(viol['message'])}</summary>"
                        f"<pre>{escape(json.dumps(viol, indent=1, sort_keys=True, default=str))}</pre></details>")
+        allowed = "".join(f'<details class="allowed"><summary>{escape(f["allowed_by"])}: {escape(f["message"])}</summary>'
+                          f"<pre>{escape(json.dumps(f, indent=1, sort_keys=True, default=str))}</pre></details>"
+                          for f in i.get("allowed") or [])
         parts.append(f'<tr><td>{inv}</td><td class="{i["status"]}">{i["status"]}</td><td>{escape(statement)}</td>'
-                     f"<td>{detail}</td></tr>")
+                     f"<td>{detail}</td><td>{allowed}</td></tr>")
     parts.append("</table>")
+    if v.get("allowed"):
+        counts = ", ".join(f"{escape(rule)} &times;{n}" for rule, n in v["allowed"].items())
+        parts.append(f'<p class="allowed-counts small">allowed findings (named exemptions): {counts}</p>')
     m = v.get("metrics") or {}
     parts.append(f"<details><summary>metrics</summary><pre>{escape(json.dumps(m, indent=1, sort_keys=True))}</pre></details>")
     if v.get("malformed"):
@@ -127,6 +142,25 @@ def _cell_section(v: dict, tl: dict | None) -> str:
     return "".join(parts)
 
 
+def _root_cause(v: dict) -> str:
+    rc = v.get("root_cause")
+    if not rc:
+        return ""
+    who = f" (culprit {escape(rc['culprit'])})" if rc.get("culprit") else ""
+    return f'<p class="root-cause"><b>read first</b>: {escape(rc["invariant"])}{who}: {escape(rc["message"])}</p>'
+
+
+def _kinds(matrix: dict) -> str:
+    rows = []
+    for spec, k in (matrix.get("kinds") or {}).items():
+        implicated = ", ".join(f"{inv} &times;{n}" for inv, n in sorted(k["implicated"].items())) or "&ndash;"
+        culprit = ", ".join(f"{inv} &times;{n}" for inv, n in sorted(k["culprit"].items())) or "&ndash;"
+        rows.append(f"<tr><th>{escape(spec)}</th><td>{k['cells']}</td><td>{k['implicated_cells']}</td>"
+                    f"<td>{implicated}</td><td>{culprit}</td></tr>")
+    return ('<table class="kinds"><tr><th>member</th><th>cells</th><th>failed cells implicating it</th>'
+            "<th>findings implicating it</th><th>findings blaming it</th></tr>" + "".join(rows) + "</table>")
+
+
 def render(verdicts: list[dict], matrix: dict, timelines: dict[str, dict]) -> str:
     s = matrix["summary"]
     cells = "".join(_cell_section(v, timelines.get(v["run"])) for v in sorted(verdicts, key=lambda v: v["run"]))
@@ -135,9 +169,11 @@ def render(verdicts: list[dict], matrix: dict, timelines: dict[str, dict]) -> st
         f"<style>{CSS}</style></head><body>"
         "<h1>Consumer-group interoperability conformance (KIP-429)</h1>"
         f"<p>{s['cells']} cell(s): {s['passed']} passed, {s['failed']} failed"
+        + (f", {s['known_issue']} known issue(s)" if s.get("known_issue") else "")
         + (f", {s['incomplete']} cut short" if s["incomplete"] else "") + " &middot; matrix entries: "
         f"{s['entries']['pass']} pass, {s['entries']['fail']} fail, {s['entries']['flaky']} flaky"
         + (f", {s['entries']['incomplete']} incomplete" if s["entries"]["incomplete"] else "") + "</p>"
-        f"<h2>Matrix</h2>{_matrix_tables(matrix)}<h2>Trend</h2>{_trend(matrix)}<h2>Cells</h2>{cells}"
+        f"<h2>Matrix</h2>{_matrix_tables(matrix)}<h2>Per member</h2>{_kinds(matrix)}"
+        f"<h2>Trend</h2>{_trend(matrix)}<h2>Cells</h2>{cells}"
         f"<script>{JS}</script></body></html>"
     )

@@ -1,10 +1,13 @@
 """JUnit XML: one testcase per (cell, invariant), plus one per cell for its input and one for its end.
 
 A failed invariant is a <failure> with its violations; an unknown one an
-<error> with the check's error; malformed input lines fail the cell's
+<error> with the check's error; one that failed only by known client bugs is
+<skipped> naming their references; malformed input lines fail the cell's
 ``input`` testcase with their file and line; a run cut short before its
 scenario ended (a suite error, Ctrl-C) is an <error> of the cell's ``run``
-testcase, saying why.
+testcase, saying why. The ``input`` testcase's properties carry the members,
+seed, verdict, the finding to read first, and ``allowed.<rule>``: how many
+findings each named exemption allowed.
 """
 
 from __future__ import annotations
@@ -29,7 +32,12 @@ def render(verdicts: list[dict]) -> str:
                 i = v["invariants"].get(inv, {"status": "unknown", "violations": [], "error": "not run"})
                 case = ET.SubElement(suite, "testcase", classname=classname, name=f"{inv} {statement}")
                 tests += 1
-                if i["status"] == "fail":
+                if i["status"] == "known-issue":
+                    ET.SubElement(case, "skipped", message="known issue: " + "; ".join(
+                        sorted({x["known_issue"]["reference"] for x in i["violations"] if x.get("known_issue")})))
+                    case_out = ET.SubElement(case, "system-out")
+                    case_out.text = "\n".join(x["message"] for x in i["violations"])
+                elif i["status"] == "fail":
                     failures += 1
                     f = ET.SubElement(case, "failure", message=i["violations"][0]["message"][:500], type=inv)
                     f.text = "\n".join(json.dumps(x, sort_keys=True, default=str) for x in i["violations"][:50])
@@ -54,6 +62,11 @@ def render(verdicts: list[dict]) -> str:
             props = case.find("properties")
             ET.SubElement(props, "property", name="members", value=", ".join(v.get("members") or []))
             ET.SubElement(props, "property", name="seed", value=str(v.get("seed")))
+            ET.SubElement(props, "property", name="verdict", value=str(v.get("verdict")))
+            for rule, n in (v.get("allowed") or {}).items():
+                ET.SubElement(props, "property", name=f"allowed.{rule}", value=str(n))
+            if v.get("root_cause"):
+                ET.SubElement(props, "property", name="root_cause", value=v["root_cause"]["message"][:500])
         suite.set("tests", str(tests))
         suite.set("failures", str(failures))
         suite.set("errors", str(errors))

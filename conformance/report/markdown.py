@@ -4,12 +4,13 @@ from __future__ import annotations
 
 
 def _icon(status: str) -> str:
-    return {"pass": "✅ pass", "fail": "❌ fail", "flaky": "⚠️ flaky", "incomplete": "⏹️ incomplete"}.get(status, status)
+    return {"pass": "✅ pass", "fail": "❌ fail", "flaky": "⚠️ flaky", "incomplete": "⏹️ incomplete",
+            "known-issue": "🔷 known issue"}.get(status, status)
 
 
 #: Matrix runs the trend column shows at most (the newest).
 TREND_RUNS = 10
-_MARK = {"pass": "✅", "fail": "❌", "flaky": "⚠️", "incomplete": "⏹️"}
+_MARK = {"pass": "✅", "fail": "❌", "flaky": "⚠️", "incomplete": "⏹️", "known-issue": "🔷"}
 
 
 def _trend(entry: dict, runs: list[str]) -> str:
@@ -24,7 +25,8 @@ def render(verdicts: list[dict], matrix: dict) -> str:
     trend = len(runs) > 1
     cut = f", **{s['incomplete']} cut short**" if s["incomplete"] else ""
     lines = ["# Conformance summary", "",
-             f"{s['cells']} cell(s): **{s['passed']} passed**, **{s['failed']} failed**{cut}. Matrix entries: "
+             f"{s['cells']} cell(s): **{s['passed']} passed**, **{s['failed']} failed**"
+             + (f", {s['known_issue']} known issue(s)" if s.get("known_issue") else "") + f"{cut}. Matrix entries: "
              f"{s['entries']['pass']} pass, {s['entries']['fail']} fail, {s['entries']['flaky']} flaky"
              + (f", {s['entries']['incomplete']} incomplete" if s["entries"]["incomplete"] else "") + ".", ""]
     if trend:
@@ -42,12 +44,24 @@ def render(verdicts: list[dict], matrix: dict) -> str:
                          f"{', '.join(v.get('members') or [])}): {v.get('verdict')}")
             if v.get("cut_short"):
                 lines.append(f"  - cut short: {v['cut_short']}")
+            rc = v.get("root_cause")
+            if rc:
+                lines.append(f"  - read first: {rc['invariant']}" + (f" (culprit {rc['culprit']})" if rc.get("culprit") else "")
+                             + f": {rc['message']}")
             for inv, i in sorted(v["invariants"].items()):
                 if i["status"] == "unknown":
                     lines.append(f"  - {inv} unknown: {i.get('error')}")
-                for x in i["violations"][:3] if i["status"] == "fail" else []:
-                    lines.append(f"  - {inv}: {x['message']}")
+                for x in i["violations"][:3] if i["status"] in ("fail", "known-issue") else []:
+                    known = f" (known issue {x['known_issue']['reference']})" if x.get("known_issue") else ""
+                    lines.append(f"  - {inv}{known}: {x['message']}")
             if v.get("malformed"):
                 m = v["malformed"][0]
                 lines.append(f"  - {len(v['malformed'])} malformed line(s), first {m['file']}:{m['line']}: {m['problem']}")
+    allowed: dict[str, int] = {}
+    for v in verdicts:
+        for rule, n in (v.get("allowed") or {}).items():
+            allowed[rule] = allowed.get(rule, 0) + n
+    if allowed:
+        lines += ["", "## Allowed findings (named exemptions)", "", "| rule | findings |", "| --- | --- |"]
+        lines += [f"| {rule} | {n} |" for rule, n in sorted(allowed.items())]
     return "\n".join(lines) + "\n"

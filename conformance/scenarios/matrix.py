@@ -204,8 +204,9 @@ def summary_table(result: MatrixResult) -> str:
     for err in result.errors:
         lines.append(f"suite error: {err}")
     results = [cell_result(v) for v in result.verdicts]
-    cut = results.count("incomplete")
+    cut, known = results.count("incomplete"), results.count("known-issue")
     lines.append(f"{results.count('pass')} passed, {results.count('fail')} failed"
+                 + (f", {known} known issue(s)" if known else "")
                  + (f", {cut} cut short (incomplete)" if cut else ""))
     lines.append(f"run directory: {result.path}")
     return "\n".join(lines)

@@ -96,16 +96,23 @@ def check_d1(t: Tables) -> list[dict]:
                .select(*_TP, "first_offset", "last_offset", "ts",
                        F.greatest("first_offset", F.coalesce("g_first", "first_offset")).alias("m_first"),
                        F.least("last_offset", F.coalesce("g_last", "last_offset")).alias("m_last")))
+    # Implicated: whoever owned the partition once the first missing record was acknowledged.
+    first_missing = missing.groupBy(*_TP).agg(F.min("ts").alias("since"))
+    owners = (first_missing.join(t.ownership.select(*_TP, "member", F.col("end_ts").alias("o_end")), _TP)
+              .where(F.col("o_end") >= F.col("since")).groupBy(*_TP).agg(F.collect_set("member").alias("owners")))
     rows = t.collect(missing.groupBy(*_TP)
                      .agg(F.sort_array(F.collect_list(F.struct("first_offset", "last_offset", "ts", "m_first", "m_last")))
-                          .alias("ranges")))
+                          .alias("ranges"))
+                     .join(owners, _TP, "left"))
     out = []
     for r in rows:
         missing_ranges = [[x["m_first"], x["m_last"]] for x in r["ranges"]]
         n = sum(b - a + 1 for a, b in missing_ranges)
         shown = ", ".join(f"{a}-{b}" for a, b in missing_ranges[:10]) + (" ..." if len(missing_ranges) > 10 else "")
+        owners = sorted(r["owners"] or [])
         out.append(violation("D1", r["run"], f"{n} acknowledged record(s) of {r['topic']}-{r['partition']} never "
-                             f"consumed: offsets {shown}", partitions=[[r["topic"], r["partition"]]],
+                             f"consumed: offsets {shown}" + (f" (owned since by {', '.join(owners)})" if owners else ""),
+                             members=owners, partitions=[[r["topic"], r["partition"]]],
                              ts=r["ranges"][0]["ts"], evidence={"missing": missing_ranges[:100], "records": n}))
     return out
 
