@@ -186,3 +186,13 @@ def test_a_stall_that_outlives_its_pause_window_fails(judged) -> None:
     # The pause's window ends at 25 s + a session timeout + a heartbeat = 36 s; m2 revokes t-3 at 95.04 s.
     assert v["evidence"]["outside_fault_windows_ms"] == pytest.approx(95040 - 36000)
     assert "; 59.0 s of it at a stretch outside the fault windows (pause of m2)" in v["message"], v["message"]
+
+
+def test_the_stretch_outside_fault_windows_is_the_longest_uncovered_piece() -> None:
+    from conformance.pipeline.checks.progress import _free_stretch
+
+    assert _free_stretch(0, 100, []) == 100
+    assert _free_stretch(0, 100, [(10, 30)]) == 70                         # after the window
+    assert _free_stretch(0, 100, [(-5, 30), (20, 40), (90, 200)]) == 50     # overlapping windows merge
+    assert _free_stretch(0, 100, [(150, 200)]) == 100 == _free_stretch(0, 100, [(-50, -10)])
+    assert _free_stretch(20003, 70020, [(20000, 81000)]) == 0

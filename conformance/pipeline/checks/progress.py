@@ -139,7 +139,7 @@ def stalls(t: Tables):
 def _free_stretch(start: float, end: float, windows) -> float:
     """The longest stretch of [start, end] outside every window ((w_start, w_end) pairs)."""
     longest, cursor = 0.0, start
-    for w0, w1 in sorted((max(w0, start), min(w1, end)) for w0, w1 in windows):
+    for w0, w1 in sorted((min(max(w0, start), end), max(min(w1, end), start)) for w0, w1 in windows):
         if w1 <= cursor:
             continue
         longest = max(longest, w0 - cursor)
