@@ -384,6 +384,33 @@ def test_no_follow_up_rejoin_leaves_withheld_partitions_until_another_rebalance(
         assert f_rejoin["ts"] < p_joined and o_gets < p_joined, (revoked_ts, f_rejoin["ts"], p_joined, o_gets)
 
 
+@pytest.mark.parametrize("fault", [None, "stall-retained"])
+def test_stall_retained_never_reads_a_kept_partition_again(group, fault) -> None:
+    """f owns everything and reads the backlog; o joins, and f keeps half across the rebalance. New
+    records for every partition: o reads its own; a prompt f reads the kept ones, a stall-retained f
+    never does, while it still owns them (the group stays as it is: f keeps heartbeating)."""
+    group.start("f", [fault] if fault else [])
+    group.wait_for("f owns everything", lambda: len(group.owned("f")) == PARTITIONS)
+    group.wait_for("f consumed the backlog", lambda: sum(
+        e["count"] for e in group.events("f") if e["event"] == "consumed") >= 60)
+    group.start("o")
+    group.wait_for("group converged", lambda: group.converged(["f", "o"]))
+    kept = group.owned("f")
+    rebalanced = max(e["ts"] for e in group.events("f") if e["event"] in ("assigned", "revoked"))
+    group.produce(60)
+
+    def read_since(name: str) -> set:
+        return {(e["topic"], e["partition"]) for e in group.events(name)
+                if e["event"] == "consumed" and e["ts"] > rebalanced}
+
+    group.wait_for("o read its new records", lambda: read_since("o") == group.owned("o"))
+    read_all_kept = group.poll(lambda: kept <= read_since("f"), QUIET_S)
+    assert read_all_kept == (fault is None), (sorted(kept), sorted(read_since("f")))
+    if fault:
+        assert not kept & read_since("f")
+    assert group.owned("f") == kept and group.converged(["f", "o"])
+
+
 @pytest.mark.parametrize("fault", [None, "slow-sync"])
 def test_slow_sync_is_overtaken_by_the_next_round(group, fault) -> None:
     """o leads and owns everything; f joins. o's assignment revokes half, so o rejoins at once (follow-up).
