@@ -70,10 +70,11 @@ def timing(cells):
 
 
 def fault_windows(t: Tables):
-    """(run, fault, target, w_start, w_end) during which ``target`` (a member, or ``broker``) may look
+    """(run, fault, target, w_start, w_end, t0) during which ``target`` (a member, or ``broker``) may look
     dead to the group: from a :data:`DEAD_LOOKING` fault's invocation to its heal (the run's end when
     nothing healed it) plus a session timeout and a heartbeat, the time the group and the member need
-    to notice. Built once per Tables (R2, R3, R4, D3 and P1 read it)."""
+    to notice; ``t0`` is the run's start (messages give times from it). Built once per Tables
+    (R2, R3, R4, D3 and P1 read it)."""
     return t.shared("fault_windows", lambda: _build_fault_windows(t))
 
 
@@ -102,11 +103,13 @@ def _build_fault_windows(t: Tables):
                                                & ((F.col("h_fault") == heal_of[F.col("fault")])
                                                   | (F.col("fault").startswith("broker") & (F.col("h_ts") > F.col("w_start")))))))
     healed = joined.groupBy("run", "line", "fault", "target", "w_start").agg(F.min("h_ts").alias("heal_ts"))
+    t0 = t.cells.select("run", "start_ts")
     return (inv.join(healed, ["run", "line", "fault", "target", "w_start"], "left").join(tm, "run")
-            .join(t.run_end, "run")
+            .join(t.run_end, "run").join(t0, "run", "left")
             .select("run", "fault", "target", "w_start",
                     (F.greatest(F.coalesce("heal_ts", "run_end_ts"), F.col("w_start"))
-                     + F.col("session_ms") + F.col("heartbeat_ms")).alias("w_end")))
+                     + F.col("session_ms") + F.col("heartbeat_ms")).alias("w_end"),
+                    F.coalesce("start_ts", F.lit(0.0)).alias("t0")))
 
 
 def split_by_fault_windows(t: Tables, name: str, df, keys: list[str], start: str, end: str, members: list[str]):
@@ -122,11 +125,12 @@ def split_by_fault_windows(t: Tables, name: str, df, keys: list[str], start: str
     for m in members:
         hit = hit | (F.col("target") == F.col(m))
     covered = (df.join(win, "run").where(hit & (F.col(start) >= F.col("w_start")) & (F.col(end) <= F.col("w_end")))
-               .groupBy(*keys).agg(F.min_by(F.struct("fault", "target", "w_start", "w_end"), "w_start").alias("window")))
+               .groupBy(*keys).agg(F.min_by(F.struct("fault", "target", "w_start", "w_end", "t0"), "w_start")
+                                   .alias("window")))
     return df.join(covered.select(*keys), keys, "left_anti"), df.join(covered, keys)
 
 
 def window_text(w) -> str:
     """One line for an excusing fault window (a ``window`` struct of :func:`split_by_fault_windows`)."""
-    return (f"{w['fault']} of {w['target']} at {w['w_start']:.0f}, window to {w['w_end']:.0f} "
-            f"(heal + session timeout + heartbeat)")
+    return (f"{w['fault']} of {w['target']} at {(w['w_start'] - w['t0']) / 1000:.1f} s, window to "
+            f"{(w['w_end'] - w['t0']) / 1000:.1f} s (heal + session timeout + heartbeat; seconds from the run's start)")

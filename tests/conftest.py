@@ -1,0 +1,27 @@
+"""The project's test tiers.
+
+Every test runs in CI (the README's test command) except those marked ``nightly``: long real
+cells (one per deliberate fault of the reference consumer, ...) that the nightly job runs with
+``pytest --nightly`` (or ``CONFORMANCE_NIGHTLY=1``). Without it they are skipped, saying how to
+run them.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--nightly", action="store_true", default=False,
+                     help="also run the nightly tier (tests marked nightly: long real cells)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--nightly") or os.environ.get("CONFORMANCE_NIGHTLY") == "1":
+        return
+    skip = pytest.mark.skip(reason="nightly tier: run with `pytest --nightly` (or CONFORMANCE_NIGHTLY=1)")
+    for item in items:
+        if "nightly" in item.keywords:
+            item.add_marker(skip)
