@@ -81,7 +81,7 @@ from __future__ import annotations
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from conformance.pipeline.checks.common import fault_windows, timing, violation
+from conformance.pipeline.checks.common import fault_windows, timing, violation, window_text
 from conformance.pipeline.derived import Tables
 
 _TP = ["run", "topic", "partition"]
@@ -128,11 +128,11 @@ def stalls(t: Tables):
                     F.max("p_last").alias("last_acked"))
                .withColumn("stall_from", F.greatest("g0", "avail_ts"))
                .where(F.col("g1") - F.col("stall_from") > F.col("bound_ms")))
-    win = fault_windows(t).select("run", "fault", "target", "w_start", "w_end")
+    win = fault_windows(t).select("run", "fault", "target", "w_start", "w_end", "t0")
     hit = (waiting.join(win, "run")
            .where(F.col("target").isin("all", "broker") | (F.col("target") == F.col("member")))
            .where((F.col("w_start") < F.col("g1")) & (F.col("w_end") > F.col("stall_from")))
-           .groupBy(*keys).agg(F.collect_list(F.struct("fault", "target", "w_start", "w_end")).alias("windows")))
+           .groupBy(*keys).agg(F.collect_list(F.struct("fault", "target", "w_start", "w_end", "t0")).alias("windows")))
     return waiting.join(hit, keys, "left")
 
 
@@ -172,15 +172,15 @@ def check_p1(t: Tables) -> list[dict]:
                     "fault_windows": sorted([{"fault": w["fault"], "target": w["target"], "from_ts": w["w_start"],
                                               "to_ts": w["w_end"]} for w in (r["windows"] or [])],
                                             key=lambda w: w["from_ts"])}
-        faults = ", ".join(sorted({f"{w['fault']} of {w['target']}" for w in (r["windows"] or [])}))
+        faults = "; ".join(window_text(w) for w in sorted(r["windows"] or [], key=lambda w: w["w_start"]))
         if free_ms > r["bound_ms"]:
             if windows:
-                msg += f"; {free_ms / 1000:.1f} s of it at a stretch outside the fault windows ({faults})"
+                msg += f"; {free_ms / 1000:.1f} s of it at a stretch outside the fault windows: {faults}"
             out.append(violation("P1", r["run"], msg, members=[r["member"]], culprit=r["member"],
                                  partitions=[[r["topic"], r["partition"]]], ts=r["stall_from"], evidence=evidence))
         else:
-            msg += (f"; no stretch of it outside the fault windows ({faults}) is longer than the bound "
-                    f"(the longest: {free_ms / 1000:.1f} s)")
+            msg += (f"; no stretch of it outside the fault windows is longer than the bound (the longest: "
+                    f"{free_ms / 1000:.1f} s): {faults}")
             out.append(violation("P1", r["run"], msg, members=[r["member"]], culprit=r["member"],
                                  partitions=[[r["topic"], r["partition"]]], ts=r["stall_from"], evidence=evidence,
                                  allowed_by="P1/fault-window"))
