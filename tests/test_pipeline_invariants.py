@@ -319,3 +319,8 @@ def test_rule_allows_its_story_visibly(judged, rule):
 
 def test_clean_story_needs_no_exemption(judged):
     assert judged[1]["clean"]["allowed"] == {}
+
+
+def test_a_timed_out_await_implicates_the_members_its_state_names(judged):
+    [v] = _inv(judged, "break-v1-await", "V1")["violations"]
+    assert v["members"] == ["m1", "m2"] and v["evidence"]["state"] == "t-1 owned by m1, m2"

@@ -278,12 +278,18 @@ def check_v1(t: Tables) -> list[dict]:
                       | (F.coalesce("had_fatal", F.lit(0)) == 1)))
     timed_out = (t.cells.where(F.col("complete")).select("run", F.explode("await_timeouts").alias("a"))
                  .select("run", "a.*"))
+    # Implicated: the members the runner's observed state names (e.g. "owned twice: ... [m0, m1]").
+    named = (timed_out.join(t.members.select("run", "member"), "run")
+             .where(F.instr(F.col("state"), F.col("member")) > 0)
+             .groupBy("run", "ts", "await").agg(F.collect_set("member").alias("named")))
+    timed_out = timed_out.join(named, ["run", "ts", "await"], "left")
     per_run, crashed, timed_out = t.collect_many(per_run, crashed, timed_out)
     out = []
     for r in timed_out:
         out.append(violation("V1", r["run"], f"await {r['await']} timed out after {r['timeout_ms'] / 1000:.0f} s"
                              + (f" in phase {r['phase']}" if r["phase"] else "") + f": {r['state'] or 'no state seen'}",
-                             ts=r["ts"], evidence={"await": r["await"], "timeout_ms": r["timeout_ms"],
+                             members=list(r["named"] or []), ts=r["ts"],
+                             evidence={"await": r["await"], "timeout_ms": r["timeout_ms"],
                                                    "phase": r["phase"], "state": r["state"]}))
     for r in per_run:
         cut_early = not r["complete"] and (r["since"] is None or r["eval_ts"] - r["since"] < r["convergence_ms"])
