@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-# One real cell per case and its judging: measured 98 s clean, 134 s with the fault (its `await drained`
-# times out after 60 s on the stalled partitions), on two shared cores.
+# One real cell per case and its judging: measured 97-98 s clean, 134-198 s with the fault (its `await
+# drained` times out after 60 s on the stalled partitions), on two shared cores.
 pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.timeout(1200)]
 
 SEED = 20261126
