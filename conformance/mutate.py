@@ -1,0 +1,856 @@
+"""Mutation of real run directories: one anomaly class injected into a copy of a run.
+
+Synthetic stories (:mod:`conformance.pipeline.synth`) have unreal timing: every
+event on a round millisecond, no clock skew, no heartbeat noise. A mutant is a
+REAL recorded run (``fixtures/real-runs/``) with one short, deterministic edit
+of its histories, wire capture or manifest: the edit a real buggy client (or
+leader, or broker) would have produced, everything else as recorded. Timing
+stays real: an edit reuses recorded timestamps, and an inserted event is
+placed milliseconds from a real one, as real members stamp theirs.
+
+Each function of :data:`MUTATIONS` takes a :class:`RunEdit` (a copy of the
+run, loaded), edits it in place and returns ``(culprit, detail)``: the member
+whose misbehaviour the edit plays (None where the recorded evidence cannot
+point at one) and one line saying exactly what was edited. It raises
+:class:`NotApplicable` when the original has no place for the anomaly (e.g.
+no cooperative revoke to skip); that is reported, never silently skipped.
+Choices are deterministic: the first (or middle) candidate in time order.
+
+Each mutation names the invariant it must fail (the catalog of
+:mod:`conformance.pipeline.checks`); ``conformance mutation-score``
+(:mod:`conformance.mutation_score`) judges every mutant and reports the
+mutants an invariant did not catch.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from conformance import config
+from conformance.protocol import (Assignment, DecodeError, Subscription, TopicPartitions, decode_assignment,
+                                  decode_subscription, encode_assignment, encode_subscription)
+
+TP = tuple[str, int]
+
+#: Nemesis faults during which a member may legitimately look dead (the checks' fault windows,
+#: :data:`conformance.pipeline.checks.common.DEAD_LOOKING`, plus kills): a mutation never places
+#: its anomaly inside one, where a rule could rightly excuse it.
+_WINDOW_FAULTS = ("pause", "proxy-disable", "toxic-add", "broker-restart", "broker-kill", "kill")
+
+
+class NotApplicable(Exception):
+    """The original run has no place for this anomaly; the message says what was missing."""
+
+
+class BadRun(ValueError):
+    """A run directory that cannot be loaded for editing (a missing or unreadable file, a line that
+    is not a JSON object with ``ts``); the message names the file."""
+
+
+@dataclass
+class Interval:
+    """One ownership interval in a member's history (as :mod:`conformance.pipeline.derived` builds them)."""
+
+    member: str
+    incarnation: int
+    tp: TP
+    start_i: int            # index of the opening ``assigned`` in the member's events
+    start_ts: float
+    end_i: int | None       # index of the closing revoked/lost/stopped event, None: incarnation end
+    end_ts: float
+    end_reason: str
+
+
+@dataclass
+class RunEdit:
+    """A run directory loaded for editing: manifest, histories, wire frames, nemesis log.
+
+    :meth:`save` writes back only what was loaded (every file, one JSON object a line)."""
+
+    path: Path
+    manifest: dict = field(default_factory=dict)
+    histories: dict[str, list[dict]] = field(default_factory=dict)   # member -> events, file order
+    wire: list[dict] = field(default_factory=list)
+    nemesis: list[dict] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, path: Path) -> "RunEdit":
+        """Raises :class:`BadRun` naming the file that cannot be read."""
+        path = Path(path)
+        try:
+            manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+            if not isinstance(manifest, dict):
+                raise ValueError("not a JSON object")
+        except (OSError, ValueError) as exc:
+            raise BadRun(f"{path / 'manifest.json'}: {exc}") from None
+        run = cls(path, manifest)
+        for f in sorted((path / "members").glob("*.jsonl")):
+            run.histories[f.stem] = _read_jsonl(f)
+        run.wire = _read_jsonl(path / "wire.jsonl")
+        if (path / "nemesis.jsonl").is_file():
+            run.nemesis = _read_jsonl(path / "nemesis.jsonl")
+        return run
+
+    def save(self) -> None:
+        (self.path / "manifest.json").write_text(json.dumps(self.manifest, indent=1) + "\n", encoding="utf-8")
+        for member, events in self.histories.items():
+            _write_jsonl(self.path / "members" / f"{member}.jsonl", events)
+        _write_jsonl(self.path / "wire.jsonl", self.wire)
+
+    # -- what the run is ---------------------------------------------------
+    @property
+    def consumers(self) -> list[str]:
+        return [m["name"] for m in self.manifest.get("members", [])]
+
+    def cooperative(self) -> bool:
+        return (self.manifest.get("expected_protocol") or "cooperative") == "cooperative"
+
+    def cooperative_member(self, member: str) -> bool:
+        """First strategy cooperative, in a cooperative cell (as E5 decides)."""
+        for m in self.manifest.get("members", []):
+            if m["name"] == member:
+                return bool(m.get("strategies")) and m["strategies"][0] in config.COOPERATIVE_ASSIGNORS \
+                    and self.cooperative()
+        return False
+
+    def timing(self, key: str, default: float) -> float:
+        value = (self.manifest.get("timing") or {}).get(key)
+        return float(value) if isinstance(value, (int, float)) else float(default)
+
+    @property
+    def session_ms(self) -> float:
+        return self.timing("session_timeout_ms", config.SESSION_TIMEOUT_MS)
+
+    @property
+    def heartbeat_ms(self) -> float:
+        return self.timing("heartbeat_interval_ms", config.HEARTBEAT_INTERVAL_MS)
+
+    @property
+    def convergence_ms(self) -> float:
+        return self.timing("convergence_bound_ms", self.session_ms + self.timing("max_poll_interval_ms",
+                                                                                 config.MAX_POLL_INTERVAL_MS))
+
+    @property
+    def revoke_ms(self) -> float:
+        return self.timing("revoke_bound_ms", self.timing("max_poll_interval_ms", config.MAX_POLL_INTERVAL_MS))
+
+    @property
+    def end_ts(self) -> float:
+        end = self.manifest.get("end_ts")
+        if isinstance(end, (int, float)):
+            return float(end)
+        return max(e["ts"] for evs in self.histories.values() for e in evs)
+
+    def topics(self) -> list[TP]:
+        return sorted((t, p) for t, n in (self.manifest.get("topics") or {}).items() for p in range(int(n)))
+
+    def quiet(self, t0: float, t1: float) -> bool:
+        """No fault window (a fault that can make a member look dead, from its invocation to the
+        target's next nemesis line plus a session timeout and a heartbeat) overlaps [t0, t1]."""
+        for i, f in enumerate(self.nemesis):
+            if f.get("fault") not in _WINDOW_FAULTS or f.get("phase") != "invoke":
+                continue
+            heal = next((g["ts"] for g in self.nemesis[i + 1:] if g.get("target") == f.get("target")), self.end_ts)
+            if f["ts"] <= t1 and heal + self.session_ms + self.heartbeat_ms >= t0:
+                return False
+        return True
+
+    # -- histories -----------------------------------------------------------
+    def intervals(self) -> list[Interval]:
+        """Every ownership interval of every consumer, in order of start."""
+        out: list[Interval] = []
+        for member in self.consumers:
+            events = self.histories.get(member, [])
+            open_: dict[TP, tuple[int, float, int]] = {}
+            inc = 0
+
+            def close(tp: TP, i: int | None, ts: float, reason: str) -> None:
+                s_i, s_ts, s_inc = open_.pop(tp)
+                out.append(Interval(member, s_inc, tp, s_i, s_ts, i, ts, reason))
+
+            for i, e in enumerate(events):
+                kind = e["event"]
+                if kind == "started":
+                    for tp in list(open_):
+                        close(tp, None, e["ts"], "restarted")
+                    inc += 1
+                elif kind == "assigned":
+                    for t, p in e["partitions"]:
+                        open_.setdefault((t, p), (i, e["ts"], inc))
+                elif kind in ("revoked", "lost"):
+                    for t, p in e["partitions"]:
+                        if (t, p) in open_:
+                            close((t, p), i, e["ts"], kind)
+                elif kind == "stopped":
+                    for tp in list(open_):
+                        close(tp, i, e["ts"], "stopped")
+            last = max([self.end_ts] + [e["ts"] for e in events])
+            for tp in list(open_):
+                close(tp, None, last, "run-end")
+        return sorted(out, key=lambda iv: (iv.start_ts, iv.member, iv.tp))
+
+    def consumed(self, member: str, tp: TP, t0: float = float("-inf"), t1: float = float("inf")) -> list[int]:
+        """Indexes of ``member``'s consumed events of ``tp`` with t0 <= ts <= t1."""
+        return [i for i, e in enumerate(self.histories.get(member, []))
+                if e["event"] == "consumed" and (e["topic"], e["partition"]) == tp and t0 <= e["ts"] <= t1]
+
+    def event_like(self, model: dict, event: str, ts: float, **fields: Any) -> dict:
+        """A new history event of ``model``'s member: its common fields and context, a new ``ts``."""
+        keep = ("member", "client", "client_version", "member_id", "generation", "protocol")
+        return {"ts": ts, **{k: model[k] for k in keep if k in model}, "event": event, **fields}
+
+    # -- wire --------------------------------------------------------------
+    def frames(self, api: str, direction: str) -> list[int]:
+        return [i for i, f in enumerate(self.wire) if f.get("api") == api and f.get("direction") == direction
+                and not f.get("undecodable")]
+
+    def response_of(self, i: int) -> int | None:
+        """The index of the response to request frame ``i`` (same member, connection, correlation id)."""
+        req = self.wire[i]
+        for j in range(i + 1, len(self.wire)):
+            f = self.wire[j]
+            if (f.get("direction") == "response" and f.get("member") == req.get("member")
+                    and f.get("correlation_id") == req.get("correlation_id") and f.get("api") == req.get("api")
+                    and f.get("connection") == req.get("connection")):
+                return j
+        return None
+
+    def member_of_id(self, member_id: str) -> str | None:
+        return next((f["member"] for f in self.wire if f.get("member_id") == member_id), None)
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    rows = []
+    try:
+        with path.open(encoding="utf-8") as fh:
+            for number, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                row = json.loads(line)
+                if not isinstance(row, dict) or not isinstance(row.get("ts"), (int, float)):
+                    raise ValueError(f"line {number} is not a JSON object with a numeric ts")
+                rows.append(row)
+    except (OSError, ValueError) as exc:
+        raise BadRun(f"{path}: {exc}") from None
+    return rows
+
+
+def _write_jsonl(path: Path, rows: list[dict]) -> None:
+    with path.open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, separators=(",", ":")) + "\n")
+
+
+def _group(tps) -> tuple[TopicPartitions, ...]:
+    by: dict[str, set[int]] = {}
+    for t, p in tps:
+        by.setdefault(t, set()).add(int(p))
+    return tuple(TopicPartitions(t, tuple(sorted(ps))) for t, ps in sorted(by.items()))
+
+
+def _flat(tps: tuple[TopicPartitions, ...]) -> list[TP]:
+    return [(tp.topic, p) for tp in tps for p in tp.partitions]
+
+
+def _fmt(tp: TP) -> str:
+    return f"{tp[0]}-{tp[1]}"
+
+
+def _drop_tp(event: dict, tp: TP) -> bool:
+    """Remove ``tp`` from an assigned/revoked/lost event; True when the event is left empty."""
+    event["partitions"] = [p for p in event["partitions"] if (p[0], p[1]) != tp]
+    return not event["partitions"]
+
+
+# -- the mutations -----------------------------------------------------------------------------------
+
+def skipped_revoke(run: RunEdit) -> tuple[str | None, str]:
+    """R2. A member never gives up a partition it was told to revoke (its history has no
+    ``revoked`` for it: the client skipped the callback and kept the partition), while the
+    partition's new owner takes it a few hundred milliseconds later, as recorded: two live owners.
+    The first cooperative revoke whose partition reaches another member while the revoker lives on."""
+    ivs = run.intervals()
+    for iv in ivs:
+        if iv.end_reason != "revoked" or not run.cooperative():
+            continue
+        events = run.histories[iv.member]
+        if events[iv.end_i].get("protocol") == "eager":
+            continue
+        # What the revoker's ownership would then run to: its next close of the partition, else its end.
+        later = [o for o in ivs if o.member == iv.member and o.incarnation == iv.incarnation and o.tp == iv.tp
+                 and o.start_ts > iv.end_ts]
+        inc_end = max((o.end_ts for o in ivs if o.member == iv.member and o.incarnation == iv.incarnation),
+                      default=iv.end_ts)
+        extended_to = later[0].end_ts if later else inc_end
+        for new in ivs:
+            if (new.tp == iv.tp and new.member != iv.member and iv.end_ts <= new.start_ts <= iv.end_ts + run.revoke_ms
+                    and min(extended_to, new.end_ts) - new.start_ts > 2 * run.heartbeat_ms
+                    and run.quiet(iv.end_ts, min(extended_to, new.end_ts))):
+                revoke = events[iv.end_i]
+                if _drop_tp(revoke, iv.tp):
+                    del events[iv.end_i]
+                return iv.member, (f"{iv.member} skipped the revoke of {_fmt(iv.tp)} at {revoke['ts']:.0f}; "
+                                   f"{new.member} owns it from {new.start_ts:.0f}")
+    raise NotApplicable("no cooperative revoke whose partition moved to a member that then held it")
+
+
+def stale_claim(run: RunEdit) -> tuple[str | None, str]:
+    """E5. A cooperative member declares in a JoinGroup a partition its last assignment did not give
+    it (a client that keeps a stale owned set): the subscription bytes are re-encoded with the codec,
+    in the request and in the leader's view of the same join. The first rejoin of a cooperative
+    member (it has received an assignment) whose subscription declares owned partitions (v1+)."""
+    last_assigned: dict[str, list[TP]] = {}
+    for i, f in enumerate(run.wire):
+        if f.get("undecodable"):
+            continue
+        if f.get("api") == "SyncGroup" and f.get("direction") == "response" and (f.get("error_code") or 0) == 0 \
+                and f.get("assignment"):
+            try:
+                last_assigned[f["member"]] = _flat(decode_assignment(bytes.fromhex(f["assignment"])).assigned_partitions)
+            except (DecodeError, ValueError):
+                pass
+            continue
+        if not (f.get("api") == "JoinGroup" and f.get("direction") == "request" and f.get("member_id")
+                and f["member"] in last_assigned and run.cooperative_member(f["member"])):
+            continue
+        for proto in f.get("protocols") or []:
+            if proto.get("name") not in config.COOPERATIVE_ASSIGNORS:
+                continue
+            try:
+                sub = decode_subscription(bytes.fromhex(proto["metadata"]))
+            except (DecodeError, ValueError):
+                continue
+            if sub.version < 1:
+                continue
+            stale = next((tp for tp in run.topics() if tp not in last_assigned[f["member"]]), None)
+            if stale is None:
+                continue
+            old = proto["metadata"]
+            new = encode_subscription(Subscription(
+                sub.version, sub.topics, sub.user_data, _group(_flat(sub.owned_partitions) + [stale]),
+                sub.generation_id, sub.rack_id, sub.trailing)).hex()
+            proto["metadata"] = new
+            seen = _replace_leader_view(run, i, f["member_id"], old, new)
+            return f["member"], (f"{f['member']} declared {_fmt(stale)} owned in its JoinGroup at {f['ts']:.0f} "
+                                 f"(wire line {i + 1}; leader view updated in {seen} response(s)); its last "
+                                 f"assignment was {', '.join(map(_fmt, last_assigned[f['member']])) or 'empty'}")
+    raise NotApplicable("no rejoin of a cooperative member with a v1+ subscription")
+
+
+def _replace_leader_view(run: RunEdit, request_i: int, member_id: str, old: str, new: str) -> int:
+    """Put ``new`` subscription bytes where the leader's JoinGroup responses after frame ``request_i``
+    show ``member_id`` with ``old`` (what the broker forwards of that join); how many were changed."""
+    changed = 0
+    for f in run.wire[request_i + 1:]:
+        if f.get("api") == "JoinGroup" and f.get("direction") == "response":
+            for m in f.get("members") or []:
+                if m.get("member_id") == member_id and m.get("metadata") == old:
+                    m["metadata"] = new
+                    changed += 1
+        if f.get("api") == "JoinGroup" and f.get("direction") == "request" and f.get("member_id") == member_id:
+            break
+    return changed
+
+
+def retained_revoked(run: RunEdit) -> tuple[str | None, str]:
+    """R3. A cooperative member revokes a partition it keeps and takes it straight back in the same
+    generation (a client that revokes everything on every rebalance, eager style, inside a cooperative
+    group): a ``revoked`` of a retained partition one millisecond before the rebalance's ``assigned``,
+    which lists it again. The first cooperative rebalance in which a member gained partitions while
+    keeping one."""
+    if not run.cooperative():
+        raise NotApplicable("an eager cell: revoking everything is the protocol")
+    for iv in run.intervals():
+        events = run.histories[iv.member]
+        for i in range(iv.start_i + 1, len(events)):
+            e = events[i]
+            if e["ts"] >= iv.end_ts or (iv.end_i is not None and i >= iv.end_i):
+                break
+            if e["event"] == "started":
+                break
+            if (e["event"] == "assigned" and e["partitions"] and e.get("protocol") != "eager"
+                    and run.quiet(e["ts"] - 1, e["ts"])):
+                revoke = run.event_like(e, "revoked", e["ts"] - 1.0, partitions=[list(iv.tp)])
+                e["partitions"] = e["partitions"] + [list(iv.tp)]
+                events.insert(i, revoke)
+                return iv.member, (f"{iv.member} revoked retained {_fmt(iv.tp)} at {revoke['ts']:.0f} and was "
+                                   f"assigned it back 1 ms later (generation {e.get('generation')})")
+    raise NotApplicable("no cooperative rebalance in which a member gained partitions and kept one")
+
+
+def revoke_unreached(run: RunEdit) -> tuple[str | None, str]:
+    """R4. A revoked partition never reaches its new owner: the member the leader gave it to (as the
+    wire shows) never takes it (no ``assigned``, no consumption, no revoke of it: a client that drops
+    a follow-up assignment). The first cooperative revoke whose new owner held the partition past the
+    revoke bound, so that no other owner comes within the bound."""
+    if not run.cooperative():
+        raise NotApplicable("an eager cell")
+    ivs = run.intervals()
+    for iv in ivs:
+        if iv.end_reason != "revoked" or iv.end_ts + run.revoke_ms > run.end_ts:
+            continue
+        takers = [o for o in ivs if o.tp == iv.tp and o.member != iv.member
+                  and iv.end_ts <= o.start_ts <= iv.end_ts + run.revoke_ms]
+        if len(takers) != 1:
+            continue
+        new = takers[0]
+        others = [o for o in ivs if o.tp == iv.tp and o is not new and o.start_ts > iv.end_ts
+                  and o.start_ts <= iv.end_ts + run.revoke_ms + run.heartbeat_ms]
+        if others or new.end_ts < iv.end_ts + run.revoke_ms + run.heartbeat_ms \
+                or not run.quiet(iv.end_ts, iv.end_ts + run.revoke_ms):
+            continue
+        events = run.histories[new.member]
+        drop = set(run.consumed(new.member, new.tp, new.start_ts, new.end_ts))
+        if new.end_i is not None and new.end_reason in ("revoked", "lost") and _drop_tp(events[new.end_i], new.tp):
+            drop.add(new.end_i)
+        if _drop_tp(events[new.start_i], new.tp):
+            drop.add(new.start_i)
+        run.histories[new.member] = [e for k, e in enumerate(events) if k not in drop]
+        return new.member, (f"{new.member} never took {_fmt(new.tp)}, revoked by {iv.member} at {iv.end_ts:.0f} "
+                            f"(its assignment at {new.start_ts:.0f} and {len(drop)} event(s) of it dropped)")
+    raise NotApplicable("no cooperative revoke with one new owner holding the partition past the revoke bound")
+
+
+def dropped_consumption(run: RunEdit) -> tuple[str | None, str]:
+    """D1. A member drops a fetched batch without processing it (and goes on past it: the records
+    are never consumed by anyone): one ``consumed`` event removed. The middle (in time) of the
+    batches nobody else read, so that no re-read covers the loss."""
+    ranges: dict[TP, list[tuple[int, int]]] = {}
+    batches = []
+    for member in run.consumers:
+        for i, e in enumerate(run.histories.get(member, [])):
+            if e["event"] == "consumed":
+                tp = (e["topic"], e["partition"])
+                ranges.setdefault(tp, []).append((e["first_offset"], e["last_offset"]))
+                batches.append((e["ts"], member, i, tp))
+    alone = [b for b in sorted(batches) if sum(1 for a, z in ranges[b[3]]
+                                               if a <= run.histories[b[1]][b[2]]["last_offset"]
+                                               and z >= run.histories[b[1]][b[2]]["first_offset"]) == 1]
+    if not alone:
+        raise NotApplicable("no consumed batch read by one member only")
+    ts, member, i, tp = alone[len(alone) // 2]
+    e = run.histories[member].pop(i)
+    return member, (f"{member} dropped its batch of {_fmt(tp)} offsets {e['first_offset']}-{e['last_offset']} "
+                    f"consumed at {ts:.0f}")
+
+
+def stalled_partition(run: RunEdit) -> tuple[str | None, str]:
+    """P1. A member stops fetching one partition it owns for longer than the convergence bound, then
+    resumes and catches up in one batch (a client that pauses a partition and forgets to resume it
+    until something else wakes it): its consumed events of that partition in the stall are merged
+    into the first one after it (same offsets in total, the resume's real timestamp). The first
+    ownership interval long enough to hold such a stall outside any fault window."""
+    stall = run.convergence_ms + 5 * run.heartbeat_ms
+    for iv in run.intervals():
+        if iv.end_ts - iv.start_ts <= stall:
+            continue
+        cons = run.consumed(iv.member, iv.tp, iv.start_ts, iv.end_ts)
+        if not cons:
+            continue
+        events = run.histories[iv.member]
+        t0 = events[cons[0]]["ts"]
+        inside = [k for k in cons if t0 < events[k]["ts"] <= t0 + stall]
+        after = [k for k in cons if events[k]["ts"] > t0 + stall]
+        if not inside or not after or not run.quiet(t0, events[after[0]]["ts"]):
+            continue
+        resume = events[after[0]]
+        merged = [events[k] for k in inside] + [resume]
+        resume["first_offset"] = min(m["first_offset"] for m in merged)
+        resume["last_offset"] = max(m["last_offset"] for m in merged)
+        resume["count"] = sum(m["count"] for m in merged)
+        run.histories[iv.member] = [e for k, e in enumerate(events) if k not in set(inside)]
+        return iv.member, (f"{iv.member} consumed nothing of {_fmt(iv.tp)} from {t0:.0f} to {resume['ts']:.0f} "
+                           f"({(resume['ts'] - t0) / 1000:.1f} s; {len(inside)} batch(es) merged into the resume)")
+    raise NotApplicable(f"no ownership interval longer than {stall / 1000:.0f} s with consumption after such a stall")
+
+
+def _accepted_commits(run: RunEdit) -> list[tuple[float, int, int, TP, int]]:
+    """(response ts, request index, response index, partition, offset) of every accepted commit, in
+    order of the response (as D2 orders them)."""
+    out = []
+    for i in run.frames("OffsetCommit", "request"):
+        j = run.response_of(i)
+        if j is None:
+            continue
+        resp = run.wire[j]
+        errors = {(str(t), int(p)): int(e) for t, p, e in (resp.get("partition_errors") or [])}
+        for t, p, off in run.wire[i].get("offsets") or []:
+            if errors.get((str(t), int(p)), resp.get("error_code")) == 0:
+                out.append((resp["ts"], i, j, (str(t), int(p)), int(off)))
+    return sorted(out)
+
+
+def commit_backwards(run: RunEdit) -> tuple[str | None, str]:
+    """D2. A member commits a position it had already moved past (a client re-sending a stale cached
+    offset): an accepted commit's offset replaced by the one the same member committed two commits
+    of that partition earlier, which is lower. Request and history's ``committed`` both changed."""
+    by_tp: dict[TP, list] = {}
+    for c in _accepted_commits(run):
+        by_tp.setdefault(c[3], []).append(c)
+    for c in sorted(c for cs in by_tp.values() for c in cs):
+        seq = by_tp[c[3]]
+        k = seq.index(c)
+        if k < 2:
+            continue
+        (_, i2, _, _, o2), (_, i1, _, _, o1), (_, i0, _, tp, o0) = seq[k - 2], seq[k - 1], seq[k]
+        member = run.wire[i0]["member"]
+        if not (o2 < o1 <= o0 and run.wire[i2]["member"] == run.wire[i1]["member"] == member):
+            continue
+        req = run.wire[i0]
+        req["offsets"] = [[t, p, o2 if (str(t), int(p)) == tp else off] for t, p, off in req["offsets"]]
+        for e in run.histories.get(member, []):
+            if e["event"] == "committed" and abs(e["ts"] - req["ts"]) < 5000:
+                hit = [o for o in e["offsets"] if (o[0], o[1], o[2]) == (tp[0], tp[1], o0)]
+                if hit:
+                    hit[0][2] = o2
+                    break
+        return member, (f"{member} committed {_fmt(tp)} at offset {o2} at {req['ts']:.0f} (wire line {i0 + 1}), "
+                        f"instead of {o0}, after committing {o1}")
+    raise NotApplicable("no partition with three accepted commits of one member, rising")
+
+
+def stale_generation_commit(run: RunEdit) -> tuple[str | None, str]:
+    """D2. A member commits with the generation it had before the current one formed, and the broker
+    accepts it (a client that caches its generation across a rebalance, a broker that does not fence
+    it): the request's (and its response's) generation set one lower. The first accepted commit of a
+    member in a generation whose predecessor it was also in."""
+    joined: dict[str, set[int]] = {}
+    for i in run.frames("JoinGroup", "response"):
+        f = run.wire[i]
+        if (f.get("error_code") or 0) == 0 and isinstance(f.get("generation"), int):
+            joined.setdefault(f["member"], set()).add(f["generation"])
+    formed: dict[int, float] = {}
+    for i in run.frames("JoinGroup", "response"):
+        f = run.wire[i]
+        if (f.get("error_code") or 0) == 0 and isinstance(f.get("generation"), int):
+            formed.setdefault(f["generation"], f["ts"])
+    for ts, i, j, tp, off in _accepted_commits(run):
+        req = run.wire[i]
+        gen = req.get("generation")
+        if not isinstance(gen, int) or gen < 1 or (gen - 1) not in joined.get(req["member"], set()):
+            continue
+        if formed.get(gen, float("inf")) >= req["ts"]:
+            continue
+        req["generation"] = run.wire[j]["generation"] = gen - 1
+        return req["member"], (f"{req['member']} committed {_fmt(tp)} at {req['ts']:.0f} (wire line {i + 1}) with "
+                               f"generation {gen - 1}; generation {gen} had formed at {formed[gen]:.0f}")
+    raise NotApplicable("no accepted commit in a generation after one the member was in")
+
+
+def reread_after_rebalance(run: RunEdit) -> tuple[str | None, str]:
+    """D3. After a clean cooperative rebalance a member re-reads a partition it kept (a client that
+    resets a retained partition's position, as eager clients do): its last batch of that partition
+    before the rebalance is consumed again, 2 ms after the rebalance's ``assigned``. The first
+    rebalance in which a member gained partitions while keeping one it had read only by itself."""
+    if not run.cooperative():
+        raise NotApplicable("an eager cell: eager members give everything up at a rebalance")
+    read_by: dict[TP, list[tuple[int, int, str]]] = {}
+    for member in run.consumers:
+        for e in run.histories.get(member, []):
+            if e["event"] == "consumed":
+                read_by.setdefault((e["topic"], e["partition"]), []).append((e["first_offset"], e["last_offset"], member))
+    for iv in run.intervals():
+        events = run.histories[iv.member]
+        for i in range(iv.start_i + 1, len(events)):
+            e = events[i]
+            if e["event"] == "started" or (iv.end_i is not None and i >= iv.end_i) or e["ts"] >= iv.end_ts:
+                break
+            if not (e["event"] == "assigned" and e["partitions"] and e.get("protocol") != "eager"):
+                continue
+            before = [k for k in run.consumed(iv.member, iv.tp, iv.start_ts, e["ts"]) if k < i]
+            if not before:
+                continue
+            last = events[before[-1]]
+            shared = [r for r in read_by[iv.tp] if r[0] <= last["last_offset"] and r[1] >= last["first_offset"]
+                      and r[2] != iv.member]
+            if shared or not run.quiet(last["ts"], e["ts"] + 2.0):
+                continue
+            nxt = events[i + 1]["ts"] if i + 1 < len(events) else e["ts"] + 4.0
+            again = dict(last, ts=e["ts"] + min(2.0, (nxt - e["ts"]) / 2))
+            events.insert(i + 1, again)
+            return iv.member, (f"{iv.member} re-read {_fmt(iv.tp)} offsets {last['first_offset']}-{last['last_offset']} "
+                               f"at {again['ts']:.0f}, after the rebalance that kept it")
+    raise NotApplicable("no cooperative rebalance in which a member kept a partition it had read alone")
+
+
+def unowned_at_end(run: RunEdit) -> tuple[str | None, str]:
+    """V1. A member never takes its partitions in the last rebalance (the SyncGroup response gave
+    them; the client did not start consuming them): its last ``assigned`` after the last fault is
+    dropped, with its consumption of those partitions, so they have no owner at the end."""
+    faults = [f["ts"] for f in run.nemesis if f.get("fault") != "start" and f["ts"] <= run.end_ts]
+    since = max(faults, default=float("-inf"))
+    at_end = [iv for iv in run.intervals() if iv.start_ts > since and iv.start_ts <= run.end_ts <= iv.end_ts]
+    if not at_end:
+        raise NotApplicable("no partition assigned after the last fault and owned at the end")
+    first = min(at_end, key=lambda iv: (iv.start_ts, iv.member))
+    group = [iv for iv in at_end if iv.member == first.member and iv.start_i == first.start_i]
+    events = run.histories[first.member]
+    drop: set[int] = set()
+    for iv in group:
+        drop |= set(run.consumed(iv.member, iv.tp, iv.start_ts, iv.end_ts))
+        if iv.end_i is not None and iv.end_reason in ("revoked", "lost") and _drop_tp(events[iv.end_i], iv.tp):
+            drop.add(iv.end_i)
+        if _drop_tp(events[iv.start_i], iv.tp):
+            drop.add(iv.start_i)
+    run.histories[first.member] = [e for k, e in enumerate(events) if k not in drop]
+    return first.member, (f"{first.member} never took {', '.join(_fmt(iv.tp) for iv in group)} assigned at "
+                          f"{first.start_ts:.0f} (after the last fault at {since:.0f})")
+
+
+def _leader_syncs(run: RunEdit, min_members: int = 2) -> list[int]:
+    return [i for i in run.frames("SyncGroup", "request") if len(run.wire[i].get("assignments") or []) >= min_members]
+
+
+def _sync_response(run: RunEdit, member_id: str, generation: int, after: int) -> int | None:
+    for j in range(after, len(run.wire)):
+        f = run.wire[j]
+        if (f.get("api") == "SyncGroup" and f.get("direction") == "response" and f.get("member_id") == member_id
+                and f.get("generation") == generation and (f.get("error_code") or 0) == 0):
+            return j
+    return None
+
+
+def leader_sync_missing_member(run: RunEdit) -> tuple[str | None, str]:
+    """L1. The leader's SyncGroup leaves out a member of its generation (an assignor that drops a
+    member it did not recognise): the last non-leader entry is removed from the request, and that
+    member's SyncGroup response carries the empty assignment the broker then sends. The first leader
+    SyncGroup with two members or more."""
+    for i in _leader_syncs(run):
+        req = run.wire[i]
+        others = [a for a in req["assignments"] if a["member_id"] != req.get("member_id")]
+        if not others:
+            continue
+        gone = others[-1]
+        req["assignments"] = [a for a in req["assignments"] if a is not gone]
+        j = _sync_response(run, gone["member_id"], req.get("generation"), i)
+        if j is not None:
+            run.wire[j]["assignment"] = ""
+        who = run.member_of_id(gone["member_id"]) or gone["member_id"]
+        return req["member"], (f"leader {req['member']} left {who} out of its SyncGroup of generation "
+                               f"{req.get('generation')} at {req['ts']:.0f} (wire line {i + 1})")
+    raise NotApplicable("no leader SyncGroup with two members")
+
+
+def partition_assigned_twice(run: RunEdit) -> tuple[str | None, str]:
+    """L2. The leader assigns one partition to two members in one generation (an assignor that does
+    not remove what it handed out): the first partition of one member's assignment is added to
+    another member's, re-encoded with the codec, in the request and in that member's SyncGroup
+    response. Between two members other than the leader (the first leader SyncGroup giving a
+    partition to a member other than itself, with a third member), else between the leader and
+    another (the first leader SyncGroup with two members)."""
+    def pairs(with_leader: bool):
+        for i in _leader_syncs(run):
+            req = run.wire[i]
+            try:
+                decoded = [(a, decode_assignment(bytes.fromhex(a["assignment"]))) for a in req["assignments"]]
+            except (DecodeError, ValueError):
+                continue
+            pool = [ad for ad in decoded if with_leader or ad[0]["member_id"] != req.get("member_id")]
+            giver = next((ad for ad in pool if _flat(ad[1].assigned_partitions)), None)
+            to = next((ad for ad in pool if giver is not None and ad is not giver), None)
+            if giver is not None and to is not None:
+                yield i, req, giver, to
+
+    for i, req, (giver, _), (to, d) in [*pairs(False), *pairs(True)][:1]:
+        tp = _flat(decode_assignment(bytes.fromhex(giver["assignment"])).assigned_partitions)[0]
+        old = to["assignment"]
+        to["assignment"] = encode_assignment(Assignment(d.version, _group(_flat(d.assigned_partitions) + [tp]),
+                                                        d.user_data, d.trailing)).hex()
+        j = _sync_response(run, to["member_id"], req.get("generation"), i)
+        if j is not None and run.wire[j].get("assignment") == old:
+            run.wire[j]["assignment"] = to["assignment"]
+        who = run.member_of_id(to["member_id"]) or to["member_id"]
+        owner = run.member_of_id(giver["member_id"]) or giver["member_id"]
+        return req["member"], (f"leader {req['member']} gave {_fmt(tp)} to {who} as well as {owner} in "
+                               f"generation {req.get('generation')} (wire line {i + 1})")
+    raise NotApplicable("no leader SyncGroup with two members and a partition")
+
+
+def malformed_subscription(run: RunEdit) -> tuple[str | None, str]:
+    """E1. A member's JoinGroup subscription is two bytes short of its declared version (a client
+    writing its last field too short), in the request and in the leader's view of that join. The
+    first JoinGroup request of a member that already has a member id."""
+    for i in run.frames("JoinGroup", "request"):
+        f = run.wire[i]
+        if not f.get("member_id") or not f.get("protocols"):
+            continue
+        proto = f["protocols"][0]
+        old = proto.get("metadata") or ""
+        if len(old) < 8:
+            continue
+        proto["metadata"] = new = old[:-4]
+        seen = _replace_leader_view(run, i, f["member_id"], old, new)
+        return f["member"], (f"{f['member']}'s {proto.get('name')} subscription at {f['ts']:.0f} (wire line {i + 1}) "
+                             f"lost its last 2 bytes (leader view updated in {seen} response(s))")
+    raise NotApplicable("no JoinGroup request of a member with an id")
+
+
+def non_canonical_subscription(run: RunEdit) -> tuple[str | None, str]:
+    """E4. The reference member writes its owned partitions in descending order (a writer that
+    keeps its set's iteration order instead of sorting as Java does): same content, other bytes,
+    re-encoded with the codec in the request and in the leader's view of that join. The first
+    JoinGroup of a reference member declaring two owned partitions or more."""
+    refs = {m["name"] for m in run.manifest.get("members", []) if m.get("kind") == "reference"}
+    for i in run.frames("JoinGroup", "request"):
+        f = run.wire[i]
+        if f["member"] not in refs or not f.get("member_id"):
+            continue
+        for proto in f.get("protocols") or []:
+            try:
+                sub = decode_subscription(bytes.fromhex(proto.get("metadata") or ""))
+            except (DecodeError, ValueError):
+                continue
+            owned = _flat(sub.owned_partitions)
+            if sub.version < 1 or len(owned) < 2:
+                continue
+            by: dict[str, list[int]] = {}
+            for t, p in owned:
+                by.setdefault(t, []).append(p)
+            unsorted = tuple(TopicPartitions(t, tuple(sorted(ps, reverse=True))) for t, ps in sorted(by.items()))
+            if unsorted == sub.owned_partitions:
+                unsorted = tuple(reversed(unsorted))
+            old = proto["metadata"]
+            new = encode_subscription(Subscription(sub.version, sub.topics, sub.user_data, unsorted,
+                                                   sub.generation_id, sub.rack_id, sub.trailing)).hex()
+            if new == old:
+                continue
+            proto["metadata"] = new
+            seen = _replace_leader_view(run, i, f["member_id"], old, new)
+            return f["member"], (f"{f['member']} wrote its owned partitions {', '.join(map(_fmt, owned))} unsorted in "
+                                 f"its JoinGroup at {f['ts']:.0f} (wire line {i + 1}; leader view updated in {seen})")
+    raise NotApplicable("no JoinGroup of a reference member declaring two owned partitions")
+
+
+def malformed_assignment(run: RunEdit) -> tuple[str | None, str]:
+    """E2. The leader sends a member an assignment two bytes short of its declared version (an
+    assignor writing its last field too short), in the SyncGroup request and in the member's
+    response the broker forwards it in. The first leader SyncGroup with an assignment for a member
+    other than itself."""
+    for i in _leader_syncs(run, 1):
+        req = run.wire[i]
+        for a in req["assignments"]:
+            if a["member_id"] == req.get("member_id") or len(a.get("assignment") or "") < 8:
+                continue
+            old = a["assignment"]
+            a["assignment"] = old[:-4]
+            j = _sync_response(run, a["member_id"], req.get("generation"), i)
+            if j is not None and run.wire[j].get("assignment") == old:
+                run.wire[j]["assignment"] = a["assignment"]
+            who = run.member_of_id(a["member_id"]) or a["member_id"]
+            return req["member"], (f"leader {req['member']}'s assignment for {who} in generation "
+                                   f"{req.get('generation')} (wire line {i + 1}) lost its last 2 bytes")
+    raise NotApplicable("no leader SyncGroup assigning another member")
+
+
+def leader_reassigns_owned(run: RunEdit) -> tuple[str | None, str]:
+    """R1. A cooperative leader hands a partition that a member validly declared owned (the highest
+    declared generation among its claimants) straight to another member (an eager-style assignor in
+    a cooperative group): the partition moves from the claimant's assignment to the next member's in
+    the SyncGroup request, re-encoded with the codec, and in both members' responses. The first
+    cooperative generation whose leader kept a declared partition in place."""
+    for i in _leader_syncs(run):
+        req = run.wire[i]
+        gen = req.get("generation")
+        view = next((run.wire[k] for k in run.frames("JoinGroup", "response")
+                     if run.wire[k].get("generation") == gen and run.wire[k].get("members")
+                     and run.wire[k].get("member") == req["member"]), None)
+        if view is None or view.get("protocol_name") not in config.COOPERATIVE_ASSIGNORS:
+            continue
+        claims: dict[TP, list[tuple[int, str]]] = {}
+        for m in view["members"]:
+            try:
+                sub = decode_subscription(bytes.fromhex(m.get("metadata") or ""))
+            except (DecodeError, ValueError):
+                continue
+            for tp in _flat(sub.owned_partitions):
+                claims.setdefault(tp, []).append((sub.generation_id, m["member_id"]))
+        try:
+            given = {a["member_id"]: decode_assignment(bytes.fromhex(a["assignment"])) for a in req["assignments"]}
+        except (DecodeError, ValueError):
+            continue
+        ids = [a["member_id"] for a in req["assignments"]]
+        for tp, cs in sorted(claims.items()):
+            best = max(g for g, _ in cs)
+            valid = [mid for g, mid in cs if g == best]
+            if len(valid) != 1 or valid[0] not in given or tp not in _flat(given[valid[0]].assigned_partitions):
+                continue
+            owner = valid[0]
+            to = ids[(ids.index(owner) + 1) % len(ids)]
+            changed = {}
+            for mid, add, drop in ((owner, [], [tp]), (to, [tp], [])):
+                d = given[mid]
+                tps = [x for x in _flat(d.assigned_partitions) if x not in drop] + add
+                changed[mid] = encode_assignment(Assignment(d.version, _group(tps), d.user_data, d.trailing)).hex()
+            for a in req["assignments"]:
+                if a["member_id"] in changed:
+                    old, a["assignment"] = a["assignment"], changed[a["member_id"]]
+                    j = _sync_response(run, a["member_id"], gen, i)
+                    if j is not None and run.wire[j].get("assignment") == old:
+                        run.wire[j]["assignment"] = a["assignment"]
+            return req["member"], (f"leader {req['member']} gave {_fmt(tp)}, validly declared owned by "
+                                   f"{run.member_of_id(owner) or owner}, to {run.member_of_id(to) or to} in "
+                                   f"cooperative generation {gen} (wire line {i + 1})")
+    raise NotApplicable("no cooperative generation whose leader kept a declared partition in place")
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """One anomaly class: its name, the invariant that must fail, and the edit (see the module docstring)."""
+
+    name: str
+    invariant: str
+    apply: Callable[[RunEdit], tuple[str | None, str]]
+
+
+#: Every mutation, in catalog order of the invariant it must fail.
+MUTATIONS: tuple[Mutation, ...] = (
+    Mutation("malformed-subscription", "E1", malformed_subscription),
+    Mutation("malformed-assignment", "E2", malformed_assignment),
+    Mutation("non-canonical-subscription", "E4", non_canonical_subscription),
+    Mutation("stale-claim", "E5", stale_claim),
+    Mutation("leader-sync-missing-member", "L1", leader_sync_missing_member),
+    Mutation("partition-assigned-twice", "L2", partition_assigned_twice),
+    Mutation("leader-reassigns-owned", "R1", leader_reassigns_owned),
+    Mutation("skipped-revoke", "R2", skipped_revoke),
+    Mutation("retained-revoked", "R3", retained_revoked),
+    Mutation("revoke-unreached", "R4", revoke_unreached),
+    Mutation("dropped-consumption", "D1", dropped_consumption),
+    Mutation("commit-backwards", "D2", commit_backwards),
+    Mutation("stale-generation-commit", "D2", stale_generation_commit),
+    Mutation("reread-after-rebalance", "D3", reread_after_rebalance),
+    Mutation("stalled-partition", "P1", stalled_partition),
+    Mutation("unowned-at-end", "V1", unowned_at_end),
+)
+
+
+@dataclass
+class Mutant:
+    """A mutated copy of a run: where it is, what it must fail, whom it blames, what was edited."""
+
+    mutation: str
+    invariant: str
+    original: Path
+    path: Path
+    culprit: str | None
+    detail: str
+
+
+def mutate(original: Path, mutation: Mutation, dest: Path) -> Mutant:
+    """Copy ``original`` to ``dest`` and apply ``mutation`` to the copy. The copy's run id is the
+    original's with ``~<mutation>`` appended (so one judge call tells them apart). Raises
+    :class:`NotApplicable` (the copy removed) when the original has no place for the anomaly."""
+    original, dest = Path(original), Path(dest)
+    shutil.copytree(original, dest, ignore=shutil.ignore_patterns("logs", "broker"))
+    try:
+        run = RunEdit.load(dest)
+        culprit, detail = mutation.apply(run)
+        run.manifest["run_id"] = f"{run.manifest.get('run_id') or original.name}~{mutation.name}"
+        run.save()
+    except BaseException:
+        shutil.rmtree(dest, ignore_errors=True)
+        raise
+    return Mutant(mutation.name, mutation.invariant, original, dest, culprit, detail)
