@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "conformance.protocol.command",
     "conformance.scenarios.command",
     "conformance.report.command",
+    "conformance.mutation_score",
 )
 
 
