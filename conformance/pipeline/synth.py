@@ -217,6 +217,8 @@ BREAKS: dict[str, str] = {
                           "outlives the pause's window",
     "d3-rebalance-allowed": "m1 reads t-2 50-59 without committing before giving it up; m2 reads them again: "
                             "allowed by D3/rebalance",
+    "d3-commit-back-allowed": "m1's commits of t-2 go out of order (50, then 45); m2 takes t-2 over and reads "
+                              "45-49 again, from the last commit: allowed by D3/rebalance (D2 fails)",
     "d3-below-commit": "m2 takes t-2 over and reads 40-49 again, below the 50 m1 committed before: a D3 violation",
     "e5-missing": "m1 declares nothing owned in generation 3 although it owns t-0, t-1",
     "l1": "the leader of generation 2 sends no assignment for m2",
@@ -476,6 +478,9 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
         b.fault(20000, "pause", "m1")
         b.fault(20100, "resume", "m1", phase="heal")
         b.assigned("m2", 20500, [(T, 0)])               # m1 keeps t-0 long after its window closed
+    if break_ == "d3-commit-back-allowed":
+        b.commit("m1", 11350, 2, [(T, 2, 45)])          # out of order: the broker's last commit of t-2 is 45
+        b.consumed("m2", 13900, T, 2, 45, 49)           # m2 resumes from it: at-least-once, not below it
     if break_ == "d3-below-commit":
         b.consumed("m2", 13900, T, 2, 40, 49)           # m1 committed 50 before m2 took t-2 over
     if break_ == "e5-slack-allowed":

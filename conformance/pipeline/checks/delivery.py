@@ -161,7 +161,8 @@ def duplicates(t: Tables):
     (``prev_member``, ``prev_ts``), and what explains it (built once: D3 and the metrics share it):
 
     - ``acquired_ts``: when the re-reader's ownership of the partition began (null: it did not own it);
-    - ``committed_before``: the highest offset whose commit the broker accepted before that;
+    - ``committed_before``: the offset of the last commit the broker accepted before that (the
+      latest, not the highest: an out-of-order commit may have moved it back, D2);
     - ``by_rebalance``: rule D3/rebalance applies: the re-reader acquired the partition between the
       two reads, or another member read the records first, and the re-read starts at or above
       ``committed_before`` (a new owner resumes from the last commit, never below it);
@@ -187,7 +188,7 @@ def _build_duplicates(t: Tables):
         "run", "topic", "partition", F.coalesce("response_ts", "ts").alias("c_ts"), F.col("offset").alias("c_offset"))
     committed = (dup.select(*keys).join(acquired, keys).join(commits, ["run", "topic", "partition"])
                  .where(F.col("c_ts") < F.col("acquired_ts"))
-                 .groupBy(*keys).agg(F.max("c_offset").alias("committed_before")))
+                 .groupBy(*keys).agg(F.max_by("c_offset", "c_ts").alias("committed_before")))
     win = fault_windows(t).select("run", "fault", "target", "w_start", "w_end")
     involved = (F.col("target").isin("broker", "all") | (F.col("target") == F.col("member"))
                 | (F.col("target") == F.col("prev_member")))
