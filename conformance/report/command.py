@@ -115,5 +115,7 @@ def run(args: argparse.Namespace) -> int:
     verdicts, matrix = build_report(args.runs, args.out, args.spark_master)
     s = matrix["summary"]
     cut = f", {s['incomplete']} cut short (incomplete)" if s["incomplete"] else ""
-    print(f"{s['cells']} cell(s): {s['passed']} passed, {s['failed']} failed{cut}; report: {args.out / 'index.html'}")
+    known = f", {s['known_issue']} known issue(s)" if s.get("known_issue") else ""
+    print(f"{s['cells']} cell(s): {s['passed']} passed, {s['failed']} failed{known}{cut}; "
+          f"report: {args.out / 'index.html'}")
     return 1 if args.check and (s["failed"] or s["incomplete"]) else 0
