@@ -1,11 +1,14 @@
 # The two commands of README.md. Each does all set-up (idempotent) first.
-.PHONY: matrix test bootstrap setup setup-all lock
+.PHONY: matrix test test-nightly bootstrap setup setup-all lock
 
 matrix: setup            ## set up and run the default compatibility matrix
 	.venv/bin/conformance run
 
 test: setup-all          ## set up and run the project's tests
 	.venv/bin/python -m pytest
+
+test-nightly: setup-all  ## the tests plus the nightly tier (long real cells: every reference fault, ...)
+	.venv/bin/python -m pytest --nightly
 
 bootstrap:
 	bash scripts/bootstrap.sh

@@ -31,7 +31,7 @@ CATALOG: dict[str, tuple[Check, str]] = {
     "R1": (revoke.check_r1, "a cooperative leader never hands out a partition validly owned by another member"),
     "R2": (revoke.check_r2, "no two live members own the same partition at the same time"),
     "R3": (revoke.check_r3, "retained partitions are not revoked and re-assigned (consumption during the "
-                            "rebalance is measured as pause_ms, not judged)"),
+                            "rebalance is measured as pause_ms; a stall with records waiting is P1's)"),
     "R4": (revoke.check_r4, "a revoked partition reaches its new owner within the revoke bound"),
     "R5": (revoke.check_r5, "cooperative exactly when all members support it; eager members revoke all before rejoin"),
     "D1": (delivery.check_d1, "every acknowledged record is consumed at least once"),

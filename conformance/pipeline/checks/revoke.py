@@ -36,11 +36,11 @@ Scope and allowed findings (each rule named in :mod:`conformance.pipeline.checks
   forwards the response before the client can act on it).
 - R3 judges the first half of the catalog's R3 (no revoke and re-assign of
   a retained partition). The second half, "keeps consuming during the
-  rebalance", is the metric ``pause_ms`` (conformance.pipeline.metrics), not a
-  verdict: a gap in consumption is a violation only if records were waiting,
-  and the histories record what was produced and consumed, not what a
-  member's fetch could have returned; judging gaps would raise false alarms
-  on idle partitions.
+  rebalance", is measured as the metric ``pause_ms``
+  (conformance.pipeline.metrics); a retained partition whose records wait
+  longer than the convergence bound is P1's violation
+  (:mod:`conformance.pipeline.checks.progress`), which counts only records
+  actually waiting, so idle partitions raise no alarm.
 - R4: a revocation within the revoke bound of the run's end is not judged
   (the run ended before the bound), and neither is one after which every
   member stopped. One made inside a fault window of the member or the broker
