@@ -54,3 +54,25 @@ def test_stall_retained_fails_p1_with_the_reference_as_culprit(tmp_path, fault) 
     else:
         assert p1["status"] == "pass" and messages == [], messages
         assert p1["allowed"] == [], p1["allowed"]
+
+
+# Nightly tier: each a real rolling-restart cell whose awaits time out (4-6 min on two shared cores).
+# stale-owned-partitions declares what it owned a generation earlier: E5's wire check names the
+# reference first, the group never settles (V1 names the timed-out awaits), and the withheld
+# partitions reach nobody (R4). skip-revoke keeps fetching what it was told to give up: two owners
+# at once (R2, naming the reference), its JoinGroup leaves out what its history still holds (E5),
+# and the group never settles (V1).
+@pytest.mark.nightly
+@pytest.mark.parametrize("fault, must_fail", [("stale-owned-partitions", ["E5", "R4", "V1"]),
+                                              ("skip-revoke", ["E5", "R2", "V1"])])
+def test_reference_fault_is_caught_with_the_reference_to_blame(tmp_path, fault, must_fail) -> None:
+    code, verdict, reference = _run_cell(tmp_path / "runs", f"reference/{fault},java,librdkafka")
+    failing = sorted(inv for inv, i in verdict["invariants"].items() if i["status"] == "fail")
+    assert code == 1 and set(must_fail) <= set(failing), failing
+    assert verdict["root_cause"]["culprit"] == reference, verdict["root_cause"]
+    assert all(v["culprit"] == reference for v in verdict["invariants"]["E5"]["violations"])
+    awaits = [v for v in verdict["invariants"]["V1"]["violations"] if v["evidence"].get("await")]
+    assert awaits, verdict["invariants"]["V1"]
+    if fault == "skip-revoke":   # the runner saw the reference owning partitions twice over
+        assert all(reference in v["members"] for v in awaits), awaits
+        assert all(reference in v["members"] for v in verdict["invariants"]["R2"]["violations"])
