@@ -15,10 +15,14 @@ from conformance.members.kinds import java
 
 def test_clients_list_shows_every_kind_with_default_and_known_versions(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["clients", "list"]) == 0
-    table, faults = capsys.readouterr().out.split("\n\n")
+    table, known, faults = capsys.readouterr().out.split("\n\n")
     rows = {line.split()[0]: line for line in table.splitlines()[1:]}
     assert set(rows) == {"reference", "java", "librdkafka", "sarama", "kafka-python"}
     assert "4.4.0" in rows["java"] and "2.4.1, 2.8.2, 3.9.2, 4.4.0" in rows["java"]
+    # Each version with known issues names their invariants, and the table says what they are.
+    assert "1.38.1 [known: D2]" in rows["sarama"] and "1.61.1," in rows["sarama"]
+    assert "1.9.2 [known: D1, L1]" in rows["librdkafka"]
+    assert known.startswith("known issues") and "sarama before 1.43.3: D2:" in known and "IBM/sarama PR 2947" in known
     assert faults.startswith("reference/FAULT") and "stale-owned-partitions, subscription-v0" in faults
 
 
@@ -69,18 +73,13 @@ def test_java_harness_rejects_a_bad_config_naming_the_key(tmp_path: Path, versio
     assert event["event"] == "error" and event["fatal"] is True
 
 
-def test_run_sets_up_members_before_the_cluster_and_stops_at_an_unknown_version(
+def test_run_stops_at_an_unknown_version_before_anything_starts(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # Every cell installs its members' clients before it starts a broker, as it installs the broker:
-    # a version that does not exist is a suite error (exit 2) naming the real ones, and no cell
-    # starts a cluster, writes a manifest or gets a verdict for it.
+    # A version that does not exist is refused before any cell, broker or install starts (exit 2,
+    # one line naming the closest real versions, asked of Maven Central): no run directory at all.
     code = main(["run", "--scenario", "crash-restart", "--clients", "reference,java@9.9.9", "--seed", "3",
                  "--runs-dir", str(tmp_path)])
-    out = capsys.readouterr().out
-    assert code == 2, out
-    assert "suite error:" in out and "kafka-clients 9.9.9 does not exist on Maven Central" in out, out
-    [cell] = list(tmp_path.glob("*/runs/*"))
-    assert not (cell / "manifest.json").exists()
-    assert list((cell / "logs").iterdir()) == []
-    summary = json.loads(next(tmp_path.glob("*/summary.json")).read_text())
-    assert summary["cells"] == [] and not summary["passed"]
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "java@9.9.9" in err and "has no release 9.9.9; closest: 4.4.0" in err and len(err.splitlines()) == 1, err
+    assert list(tmp_path.iterdir()) == []
