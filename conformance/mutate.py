@@ -148,11 +148,14 @@ class RunEdit:
     def topics(self) -> list[TP]:
         return sorted((t, p) for t, n in (self.manifest.get("topics") or {}).items() for p in range(int(n)))
 
-    def quiet(self, t0: float, t1: float) -> bool:
-        """No fault window (a fault that can make a member look dead, from its invocation to the
-        target's next nemesis line plus a session timeout and a heartbeat) overlaps [t0, t1]."""
+    def quiet(self, t0: float, t1: float, members: list[str]) -> bool:
+        """No fault window of ``members``, the broker or everyone (a fault that can make a member
+        look dead, from its invocation to the target's next nemesis line plus a session timeout and
+        a heartbeat) overlaps [t0, t1]: the span where the checks' exemption rules look."""
         for i, f in enumerate(self.nemesis):
             if f.get("fault") not in _WINDOW_FAULTS or f.get("phase") != "invoke":
+                continue
+            if f.get("target") not in (*members, "broker", "all"):
                 continue
             heal = next((g["ts"] for g in self.nemesis[i + 1:] if g.get("target") == f.get("target")), self.end_ts)
             if f["ts"] <= t1 and heal + self.session_ms + self.heartbeat_ms >= t0:
@@ -272,14 +275,13 @@ def skipped_revoke(run: RunEdit) -> tuple[str | None, str]:
     """R2. A member never gives up a partition it was told to revoke (its history has no
     ``revoked`` for it: the client skipped the callback and kept the partition), while the
     partition's new owner takes it a few hundred milliseconds later, as recorded: two live owners.
-    The first cooperative revoke whose partition reaches another member while the revoker lives on."""
+    The first revoke (cooperative, or eager before a rejoin) whose partition reaches another member
+    while the revoker lives on."""
     ivs = run.intervals()
     for iv in ivs:
-        if iv.end_reason != "revoked" or not run.cooperative():
+        if iv.end_reason != "revoked":
             continue
         events = run.histories[iv.member]
-        if events[iv.end_i].get("protocol") == "eager":
-            continue
         # What the revoker's ownership would then run to: its next close of the partition, else its end.
         later = [o for o in ivs if o.member == iv.member and o.incarnation == iv.incarnation and o.tp == iv.tp
                  and o.start_ts > iv.end_ts]
@@ -289,13 +291,14 @@ def skipped_revoke(run: RunEdit) -> tuple[str | None, str]:
         for new in ivs:
             if (new.tp == iv.tp and new.member != iv.member and iv.end_ts <= new.start_ts <= iv.end_ts + run.revoke_ms
                     and min(extended_to, new.end_ts) - new.start_ts > 2 * run.heartbeat_ms
-                    and run.quiet(iv.end_ts, min(extended_to, new.end_ts))):
+                    # R2/fault-window excuses only an overlap that begins inside a window.
+                    and run.quiet(iv.end_ts, new.start_ts, [iv.member, new.member])):
                 revoke = events[iv.end_i]
                 if _drop_tp(revoke, iv.tp):
                     del events[iv.end_i]
                 return iv.member, (f"{iv.member} skipped the revoke of {_fmt(iv.tp)} at {revoke['ts']:.0f}; "
                                    f"{new.member} owns it from {new.start_ts:.0f}")
-    raise NotApplicable("no cooperative revoke whose partition moved to a member that then held it")
+    raise NotApplicable("no revoke whose partition moved to a member that then held it")
 
 
 def stale_claim(run: RunEdit) -> tuple[str | None, str]:
@@ -373,7 +376,7 @@ def retained_revoked(run: RunEdit) -> tuple[str | None, str]:
             if e["event"] == "started":
                 break
             if (e["event"] == "assigned" and e["partitions"] and e.get("protocol") != "eager"
-                    and run.quiet(e["ts"] - 1, e["ts"])):
+                    and run.quiet(e["ts"] - 1, e["ts"], [iv.member])):
                 revoke = run.event_like(e, "revoked", e["ts"] - 1.0, partitions=[list(iv.tp)])
                 e["partitions"] = e["partitions"] + [list(iv.tp)]
                 events.insert(i, revoke)
@@ -401,7 +404,7 @@ def revoke_unreached(run: RunEdit) -> tuple[str | None, str]:
         others = [o for o in ivs if o.tp == iv.tp and o is not new and o.start_ts > iv.end_ts
                   and o.start_ts <= iv.end_ts + run.revoke_ms + run.heartbeat_ms]
         if others or new.end_ts < iv.end_ts + run.revoke_ms + run.heartbeat_ms \
-                or not run.quiet(iv.end_ts, iv.end_ts + run.revoke_ms):
+                or not run.quiet(iv.end_ts, iv.end_ts + run.revoke_ms, [iv.member, new.member]):
             continue
         events = run.histories[new.member]
         drop = set(run.consumed(new.member, new.tp, new.start_ts, new.end_ts))
@@ -455,7 +458,7 @@ def stalled_partition(run: RunEdit) -> tuple[str | None, str]:
         t0 = events[cons[0]]["ts"]
         inside = [k for k in cons if t0 < events[k]["ts"] <= t0 + stall]
         after = [k for k in cons if events[k]["ts"] > t0 + stall]
-        if not inside or not after or not run.quiet(t0, events[after[0]]["ts"]):
+        if not inside or not after or not run.quiet(t0, events[after[0]]["ts"], [iv.member]):
             continue
         resume = events[after[0]]
         merged = [events[k] for k in inside] + [resume]
@@ -567,7 +570,7 @@ def reread_after_rebalance(run: RunEdit) -> tuple[str | None, str]:
             last = events[before[-1]]
             shared = [r for r in read_by[iv.tp] if r[0] <= last["last_offset"] and r[1] >= last["first_offset"]
                       and r[2] != iv.member]
-            if shared or not run.quiet(last["ts"], e["ts"] + 2.0):
+            if shared or not run.quiet(last["ts"], e["ts"] + 2.0, [iv.member]):
                 continue
             nxt = events[i + 1]["ts"] if i + 1 < len(events) else e["ts"] + 4.0
             again = dict(last, ts=e["ts"] + min(2.0, (nxt - e["ts"]) / 2))
