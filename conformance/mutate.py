@@ -580,6 +580,70 @@ def reread_after_rebalance(run: RunEdit) -> tuple[str | None, str]:
     raise NotApplicable("no cooperative rebalance in which a member kept a partition it had read alone")
 
 
+def new_owner_ignores_commit(run: RunEdit) -> tuple[str | None, str]:
+    """D3. A member that takes a partition over resumes two records below the offset the previous
+    owner committed before the handover (a client that resumes from a position it fetched too early,
+    or from its own stale one): its first batch of the partition starts two offsets lower, re-reading
+    records the previous owner read and committed. The first handover (a revoke, then the new
+    owner's first batch starting exactly at the last commit the broker accepted before it took the
+    partition, by the tap's clock) with two records or more committed."""
+    commits = _accepted_commits(run)
+    ivs = run.intervals()
+    for iv in ivs:
+        prev = [o for o in ivs if o.tp == iv.tp and o.member != iv.member and o.end_reason == "revoked"
+                and o.end_ts <= iv.start_ts]
+        if not prev or not run.quiet(prev[-1].end_ts, iv.start_ts + run.heartbeat_ms, [iv.member, prev[-1].member]):
+            continue
+        before = [c for c in commits if c[3] == iv.tp and c[0] < iv.start_ts]
+        cons = run.consumed(iv.member, iv.tp, iv.start_ts, iv.end_ts)
+        if not before or not cons:
+            continue
+        committed = before[-1][4]
+        first = run.histories[iv.member][cons[0]]
+        if first["first_offset"] != committed or committed < 2:
+            continue
+        first["first_offset"] = committed - 2
+        first["count"] += 2
+        return iv.member, (f"{iv.member} took {_fmt(iv.tp)} over from {prev[-1].member} and resumed at offset "
+                           f"{committed - 2} at {first['ts']:.0f}, below the offset {committed} committed "
+                           f"before the handover")
+    raise NotApplicable("no handover whose new owner resumed exactly at the last accepted commit")
+
+
+def forgotten_claim(run: RunEdit) -> tuple[str | None, str]:
+    """E5. A cooperative member rejoins declaring nothing owned while it keeps consuming its
+    partitions (a client that rebuilds its subscription without its owned set): the owned partitions
+    of one JoinGroup subscription emptied, re-encoded with the codec, in the request and in the
+    leader's view. The first cooperative rejoin at which the member's history shows it owning a
+    partition from two heartbeats before the JoinGroup to two after."""
+    ivs = run.intervals()
+    for i in run.frames("JoinGroup", "request"):
+        f = run.wire[i]
+        if not f.get("member_id") or not run.cooperative_member(f["member"]):
+            continue
+        hb = 2 * run.heartbeat_ms
+        held = [iv for iv in ivs if iv.member == f["member"] and iv.start_ts <= f["ts"] - hb and iv.end_ts >= f["ts"] + hb]
+        if not held:
+            continue
+        for proto in f.get("protocols") or []:
+            if proto.get("name") not in config.COOPERATIVE_ASSIGNORS:
+                continue
+            try:
+                sub = decode_subscription(bytes.fromhex(proto["metadata"]))
+            except (DecodeError, ValueError):
+                continue
+            if sub.version < 1 or not sub.owned_partitions:
+                continue
+            old = proto["metadata"]
+            proto["metadata"] = new = encode_subscription(Subscription(
+                sub.version, sub.topics, sub.user_data, (), sub.generation_id, sub.rack_id, sub.trailing)).hex()
+            seen = _replace_leader_view(run, i, f["member_id"], old, new)
+            return f["member"], (f"{f['member']} declared nothing owned in its JoinGroup at {f['ts']:.0f} (wire line "
+                                 f"{i + 1}; leader view updated in {seen}) while owning "
+                                 f"{', '.join(sorted({_fmt(iv.tp) for iv in held}))}")
+    raise NotApplicable("no cooperative rejoin of a member owning partitions across it")
+
+
 def unowned_at_end(run: RunEdit) -> tuple[str | None, str]:
     """V1. A member never takes its partitions in the last rebalance (the SyncGroup response gave
     them; the client did not start consuming them): its last ``assigned`` after the last fault is
@@ -815,6 +879,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("malformed-assignment", "E2", malformed_assignment),
     Mutation("non-canonical-subscription", "E4", non_canonical_subscription),
     Mutation("stale-claim", "E5", stale_claim),
+    Mutation("forgotten-claim", "E5", forgotten_claim),
     Mutation("leader-sync-missing-member", "L1", leader_sync_missing_member),
     Mutation("partition-assigned-twice", "L2", partition_assigned_twice),
     Mutation("leader-reassigns-owned", "R1", leader_reassigns_owned),
@@ -825,6 +890,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("commit-backwards", "D2", commit_backwards),
     Mutation("stale-generation-commit", "D2", stale_generation_commit),
     Mutation("reread-after-rebalance", "D3", reread_after_rebalance),
+    Mutation("new-owner-ignores-commit", "D3", new_owner_ignores_commit),
     Mutation("stalled-partition", "P1", stalled_partition),
     Mutation("unowned-at-end", "V1", unowned_at_end),
 )
