@@ -385,6 +385,47 @@ def retained_revoked(run: RunEdit) -> tuple[str | None, str]:
     raise NotApplicable("no cooperative rebalance in which a member gained partitions and kept one")
 
 
+def _view_ids(run: RunEdit) -> dict[int, frozenset]:
+    """Generation -> the member ids of its leader's JoinGroup view."""
+    out: dict[int, frozenset] = {}
+    for i in run.frames("JoinGroup", "response"):
+        f = run.wire[i]
+        if f.get("members") and isinstance(f.get("generation"), int):
+            out[f["generation"]] = frozenset(m["member_id"] for m in f["members"])
+    return out
+
+
+def kept_revoked_across_rebalance(run: RunEdit) -> tuple[str | None, str]:
+    """R3. A cooperative member revokes a partition its assignment kept, and gets it back in the
+    next generation, after the group's membership changed in between (where rule R3/replanned
+    excuses a revoke that was due, and must not excuse one of a partition the assignment kept): a
+    ``revoked`` 1 ms after the member's ``assigned`` of the generation that kept the partition, and
+    the partition listed again in its ``assigned`` of the next generation. The first such pair of
+    generations of a member owning a partition across both."""
+    if not run.cooperative():
+        raise NotApplicable("an eager cell: revoking everything is the protocol")
+    ids = _view_ids(run)
+    for iv in run.intervals():
+        events = run.histories[iv.member]
+        gens = [(i, e) for i, e in enumerate(events) if iv.start_i < i and e["ts"] < iv.end_ts
+                and (iv.end_i is None or i < iv.end_i) and e["event"] == "assigned"
+                and isinstance(e.get("generation"), int) and e.get("protocol") != "eager"]
+        for (i1, a1), (i2, a2) in zip(gens, gens[1:]):
+            g1, g2 = a1["generation"], a2["generation"]
+            if g2 <= g1 or g1 not in ids or g2 not in ids or ids[g1] == ids[g2]:
+                continue
+            if not run.quiet(a1["ts"], a2["ts"], [iv.member]):
+                continue
+            a2["partitions"] = a2["partitions"] + [list(iv.tp)]
+            nxt = events[i1 + 1]["ts"] if i1 + 1 < len(events) else a1["ts"] + 2.0
+            events.insert(i1 + 1, run.event_like(a1, "revoked", a1["ts"] + min(1.0, (nxt - a1["ts"]) / 2),
+                                                 partitions=[list(iv.tp)]))
+            return iv.member, (f"{iv.member} revoked {_fmt(iv.tp)}, which generation {g1}'s assignment kept, "
+                               f"at {a1['ts']:.0f} and got it back in generation {g2} at {a2['ts']:.0f} "
+                               f"(membership changed in between)")
+    raise NotApplicable("no member owning a partition across two generations of different membership")
+
+
 def revoke_unreached(run: RunEdit) -> tuple[str | None, str]:
     """R4. A revoked partition never reaches its new owner: the member the leader gave it to (as the
     wire shows) never takes it (no ``assigned``, no consumption, no revoke of it: a client that drops
@@ -885,6 +926,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("leader-reassigns-owned", "R1", leader_reassigns_owned),
     Mutation("skipped-revoke", "R2", skipped_revoke),
     Mutation("retained-revoked", "R3", retained_revoked),
+    Mutation("kept-revoked-across-rebalance", "R3", kept_revoked_across_rebalance),
     Mutation("revoke-unreached", "R4", revoke_unreached),
     Mutation("dropped-consumption", "D1", dropped_consumption),
     Mutation("commit-backwards", "D2", commit_backwards),
