@@ -778,6 +778,110 @@ def partition_assigned_twice(run: RunEdit) -> tuple[str | None, str]:
     raise NotApplicable("no leader SyncGroup with two members and a partition")
 
 
+def unbalanced_final(run: RunEdit) -> tuple[str | None, str]:
+    """L3. The leader of the final generation hands one partition of the member with the fewest to the
+    member with the most (an assignor that does not balance): re-encoded with the codec in the
+    SyncGroup request and in both members' responses. The last leader SyncGroup of the run with two
+    members or more (a generation formed after the scenario's end, in teardown, may follow it).
+    Only for balancing assignors (L3's scope: ``config.BALANCED_ASSIGNORS``)."""
+    syncs = _leader_syncs(run)
+    if not syncs:
+        raise NotApplicable("no leader SyncGroup with two members")
+    last_gen = max(run.wire[i].get("generation") or -1 for i in syncs)
+    i = max(k for k in syncs if run.wire[k].get("generation") == last_gen)
+    req = run.wire[i]
+    protocol = next((run.wire[k].get("protocol_name") for k in run.frames("JoinGroup", "response")
+                     if run.wire[k].get("generation") == last_gen and run.wire[k].get("protocol_name")), None)
+    if protocol not in config.BALANCED_ASSIGNORS:
+        raise NotApplicable(f"the final generation's assignor {protocol} is not one L3 judges (balancing assignors)")
+    try:
+        given = {a["member_id"]: decode_assignment(bytes.fromhex(a["assignment"])) for a in req["assignments"]}
+    except (DecodeError, ValueError):
+        raise NotApplicable("the final leader SyncGroup does not decode") from None
+    counts = sorted(given, key=lambda mid: (len(_flat(given[mid].assigned_partitions)), mid))
+    low, high = counts[0], counts[-1]
+    if not _flat(given[low].assigned_partitions):
+        raise NotApplicable("the final generation already leaves a member without partitions")
+    tp = _flat(given[low].assigned_partitions)[0]
+    changed = {}
+    for mid, add, drop in ((low, [], [tp]), (high, [tp], [])):
+        d = given[mid]
+        tps = [x for x in _flat(d.assigned_partitions) if x not in drop] + add
+        changed[mid] = encode_assignment(Assignment(d.version, _group(tps), d.user_data, d.trailing)).hex()
+    for a in req["assignments"]:
+        if a["member_id"] in changed:
+            old, a["assignment"] = a["assignment"], changed[a["member_id"]]
+            j = _sync_response(run, a["member_id"], last_gen, i)
+            if j is not None and run.wire[j].get("assignment") == old:
+                run.wire[j]["assignment"] = a["assignment"]
+    return req["member"], (f"leader {req['member']} moved {_fmt(tp)} from {run.member_of_id(low) or low} to "
+                           f"{run.member_of_id(high) or high} in generation {last_gen}, its last with two members or more "
+                           f"(wire line {i + 1})")
+
+
+def needless_moves(run: RunEdit) -> tuple[str | None, str]:
+    """L4. The leader of the final generation swaps two partitions between two members that both
+    declared them owned and keep their counts (an assignor that is not sticky): each gets the
+    other's, re-encoded with the codec in the SyncGroup request and in both responses. The last
+    cooperative leader SyncGroup of the run with two members keeping a declared partition each."""
+    syncs = _leader_syncs(run)
+    for i in sorted(syncs, key=lambda k: (run.wire[k].get("generation") or -1, k), reverse=True):
+        req = run.wire[i]
+        gen = req.get("generation")
+        view = next((run.wire[k] for k in run.frames("JoinGroup", "response")
+                     if run.wire[k].get("generation") == gen and run.wire[k].get("members")
+                     and run.wire[k].get("member") == req["member"]), None)
+        if view is None or view.get("protocol_name") not in config.COOPERATIVE_ASSIGNORS:
+            continue
+        try:
+            declared = {m["member_id"]: set(_flat(decode_subscription(bytes.fromhex(m["metadata"])).owned_partitions))
+                        for m in view["members"]}
+            given = {a["member_id"]: decode_assignment(bytes.fromhex(a["assignment"])) for a in req["assignments"]}
+        except (DecodeError, ValueError):
+            continue
+        keeping = [(mid, sorted(declared.get(mid, set()) & set(_flat(d.assigned_partitions))))
+                   for mid, d in given.items()]
+        keeping = [(mid, kept) for mid, kept in keeping if kept]
+        if len(keeping) < 2:
+            continue
+        (x, (p, *_)), (y, (q, *_)) = keeping[0], keeping[1]
+        changed = {}
+        for mid, add, drop in ((x, q, p), (y, p, q)):
+            d = given[mid]
+            tps = [t for t in _flat(d.assigned_partitions) if t != drop] + [add]
+            changed[mid] = encode_assignment(Assignment(d.version, _group(tps), d.user_data, d.trailing)).hex()
+        for a in req["assignments"]:
+            if a["member_id"] in changed:
+                old, a["assignment"] = a["assignment"], changed[a["member_id"]]
+                j = _sync_response(run, a["member_id"], gen, i)
+                if j is not None and run.wire[j].get("assignment") == old:
+                    run.wire[j]["assignment"] = a["assignment"]
+        return req["member"], (f"leader {req['member']} swapped {_fmt(p)} of {run.member_of_id(x) or x} and "
+                               f"{_fmt(q)} of {run.member_of_id(y) or y} in generation {gen} (wire line {i + 1})")
+    raise NotApplicable("no cooperative leader SyncGroup with two members keeping a declared partition")
+
+
+def eager_rejoin_holding(run: RunEdit) -> tuple[str | None, str]:
+    """R5. An eager member rejoins without revoking what it owns (a client that skips the eager
+    revoke-before-join): its whole ``revoked`` event before a JoinGroup is dropped. The first eager
+    revoke of a member followed by a JoinGroup of that member before it stops."""
+    joins = [run.wire[i] for i in run.frames("JoinGroup", "request")]
+    for member in run.consumers:
+        events = run.histories.get(member, [])
+        for k, e in enumerate(events):
+            if e["event"] != "revoked" or e.get("protocol") != "eager" or not e["partitions"]:
+                continue
+            stop = next((x["ts"] for x in events[k + 1:] if x["event"] in ("stopped", "started")), float("inf"))
+            join = next((j for j in joins if j["member"] == member and e["ts"] <= j["ts"] < stop), None)
+            if join is None:
+                continue
+            del events[k]
+            return member, (f"{member} rejoined at {join['ts']:.0f} without revoking "
+                            f"{', '.join(_fmt((t, p)) for t, p in e['partitions'])} (its eager revoke at "
+                            f"{e['ts']:.0f} dropped)")
+    raise NotApplicable("no eager revoke before a rejoin")
+
+
 def malformed_subscription(run: RunEdit) -> tuple[str | None, str]:
     """E1. A member's JoinGroup subscription is two bytes short of its declared version (a client
     writing its last field too short), in the request and in the leader's view of that join. The
@@ -923,11 +1027,14 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("forgotten-claim", "E5", forgotten_claim),
     Mutation("leader-sync-missing-member", "L1", leader_sync_missing_member),
     Mutation("partition-assigned-twice", "L2", partition_assigned_twice),
+    Mutation("unbalanced-final", "L3", unbalanced_final),
+    Mutation("needless-moves", "L4", needless_moves),
     Mutation("leader-reassigns-owned", "R1", leader_reassigns_owned),
     Mutation("skipped-revoke", "R2", skipped_revoke),
     Mutation("retained-revoked", "R3", retained_revoked),
     Mutation("kept-revoked-across-rebalance", "R3", kept_revoked_across_rebalance),
     Mutation("revoke-unreached", "R4", revoke_unreached),
+    Mutation("eager-rejoin-holding", "R5", eager_rejoin_holding),
     Mutation("dropped-consumption", "D1", dropped_consumption),
     Mutation("commit-backwards", "D2", commit_backwards),
     Mutation("stale-generation-commit", "D2", stale_generation_commit),
