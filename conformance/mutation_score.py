@@ -120,6 +120,9 @@ def _originals(paths: list[Path], into: Path) -> tuple[list[Path], dict[Path, st
                         tar.extractall(dest, filter="data")
                     else:  # pragma: no cover - Python before 3.11.4
                         tar.extractall(dest)
+            except tarfile.ReadError:
+                raise UsageError(f"mutation-score: cannot unpack {archive}: not a readable tar archive "
+                                 "(.tar.xz, .tar.gz or .tar)") from None
             except (tarfile.TarError, OSError, EOFError) as exc:
                 raise UsageError(f"mutation-score: cannot unpack {archive}: {exc}") from None
             inside = find_run_dirs([dest])
