@@ -39,19 +39,7 @@ def test_every_mutation_applies_to_some_original(result) -> None:
                                     + "; ".join(f"{n} to {result.names[o]}: {why}" for o, n, why in result.not_applicable))
 
 
-#: Blind spots the mutants found in the checks (each explained in fixtures/real-runs/README.md); the
-#: test fails (XPASS, strict) once the check catches its mutants, so that the mark is then removed.
-BLIND_SPOTS: dict[str, str] = {
-    "L3": "L3 judges the run's last generation, which may form in teardown after the scenario's end "
-          "(the faults run: the last member left leads generation 9 alone), not the generation at convergence",
-    "R5": "R5 judges a rejoin as eager by the previous generation's assignor, not by the member's rebalance "
-          "protocol: Java on [cooperative-sticky, range] rebalances eagerly in a cooperative-sticky generation",
-}
-
-
-@pytest.mark.parametrize("invariant", [pytest.param(inv, marks=pytest.mark.xfail(reason=BLIND_SPOTS[inv], strict=True))
-                                       if inv in BLIND_SPOTS else inv
-                                       for inv in sorted({m.invariant for m in MUTATIONS})])
+@pytest.mark.parametrize("invariant", sorted({m.invariant for m in MUTATIONS}))
 def test_every_mutant_fails_its_invariant(result, invariant: str) -> None:
     mine = [(m, v) for m, v in result.mutants if m.invariant == invariant]
     survivors = [(m, v) for m, v in mine if not result.killed(m, v)]

@@ -202,7 +202,8 @@ def _build_assignment_rows(t: Tables):
 
 
 def _complete_gens(t: Tables):
-    """(run, generation, complete, final) for generations with a leader SyncGroup (built once)."""
+    """(run, generation, complete, final) for generations with a leader SyncGroup (built once); ``final``:
+    the last such generation formed by the scenario's end (manifest ``end_ts``), not one of teardown."""
     return t.shared("complete_gens", lambda: _build_complete_gens(t))
 
 
@@ -215,7 +216,11 @@ def _build_complete_gens(t: Tables):
             .join(t.partitions, ["run", "topic", "partition"])
             .groupBy("run", "generation").agg(F.count("*").alias("have")))
     gens = a.select("run", "generation").distinct()
-    last = gens.groupBy("run").agg(F.max("generation").alias("last_gen"))
+    # The final generation is the last one formed by the scenario's end: teardown (after end_ts) stops
+    # members one by one, and a generation the last of them forms alone says nothing of convergence.
+    formed = (t.generations.select("run", "generation", "join_ts").join(t.cells.select("run", "end_ts"), "run", "left")
+              .where(F.col("end_ts").isNull() | (F.col("join_ts") <= F.col("end_ts"))).select("run", "generation"))
+    last = gens.join(formed, ["run", "generation"]).groupBy("run").agg(F.max("generation").alias("last_gen"))
     return (gens.join(need, ["run", "generation"], "left").join(have, ["run", "generation"], "left").join(last, "run")
             .select("run", "generation", (F.coalesce("have", F.lit(0)) >= F.coalesce("needed", F.lit(0))).alias("complete"),
                     (F.col("generation") == F.col("last_gen")).alias("final"), "needed", "have"))
@@ -237,14 +242,16 @@ def check_l2(t: Tables) -> list[dict]:
     dup, unsub, incomplete = t.collect_many(dup, unsub, incomplete)
     for r in dup:
         out.append(violation("L2", r["run"], f"generation {r['generation']} assigns {r['topic']}-{r['partition']} to "
-                             f"{len(r['owners'])} members: {', '.join(sorted(r['owners']))}", members=r["owners"],
+                             f"{len(r['owners'])} members: {', '.join(sorted(r['owners']))} (leader {r['leader']})",
+                             members=r["owners"], culprit=r["leader"],
                              generation=r["generation"], partitions=[[r["topic"], r["partition"]]], ts=r["ts"],
                              evidence={"leader": r["leader"], "owners": sorted(r["owners"]),
                                        "wire_lines": list(r["lines"])}))
     for r in unsub:
         parts = [[x["topic"], x["partition"]] for x in r["tps"]]
         out.append(violation("L2", r["run"], f"generation {r['generation']} assigns {fmt_tps(parts)} to {r['who']}, "
-                             f"which subscribed only to {', '.join(r['topics'])}", members=[r["who"]],
+                             f"which subscribed only to {', '.join(r['topics'])} (leader {r['leader']})",
+                             members=[r["who"]], culprit=r["leader"],
                              generation=r["generation"], partitions=parts, ts=r["ts"],
                              evidence={"leader": r["leader"], "subscribed": list(r["topics"]), "wire_line": r["line"]}))
     for r in incomplete:

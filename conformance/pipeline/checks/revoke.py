@@ -47,6 +47,9 @@ Scope and allowed findings (each rule named in :mod:`conformance.pipeline.checks
   that reaches no new owner in time is an allowed finding (rule
   R4/fault-window: the session was cut, not rebalanced; V1 judges that the
   group converges and owns every partition after the last fault).
+- R5: a member rebalances eagerly, and must revoke everything before it
+  rejoins, when its previous generation was eager or when it offers any
+  eager assignor (a client runs the protocol all its assignors support).
 - R5: the final generation's protocol is not judged in a run cut short (a
   suite error or Ctrl-C): an upgrade stopped halfway rightly ends eager.
 """
@@ -310,13 +313,19 @@ def check_r5(t: Tables) -> list[dict]:
              .join(t.cells.where(F.col("complete")).select("run", "expected_protocol"), "run")
              .where(F.col("expected_protocol").isNotNull()))
     # Eager members revoke everything before rejoining.
+    # A member rebalances eagerly when its previous generation was eager, or when it offers an eager
+    # assignor at all: a client runs the rebalance protocol every assignor of its list supports (Java's
+    # ConsumerCoordinator, Sarama), so [cooperative-sticky, range] is eager even in a cooperative-sticky
+    # generation (the first bounce of an upgrade).
+    offers_eager = F.exists("protos", lambda p: ~p["protocol_name"].isin(*config.COOPERATIVE_ASSIGNORS))
     prev = (req.join(resp, ["run", "member"]).where(F.col("r_ts") < F.col("ts"))
             .withColumn("k", F.row_number().over(Window.partitionBy("run", "member", "line").orderBy(F.col("r_ts").desc())))
-            .where((F.col("k") == 1) & ~is_cooperative(F.col("protocol_name"))))
+            .where((F.col("k") == 1) & (~is_cooperative(F.col("protocol_name")) | offers_eager)))
     held = (prev.join(t.ownership.select("run", "member", "topic", "partition", "start_ts", "end_ts"), ["run", "member"])
             .where((F.col("start_ts") < F.col("ts")) & (F.col("end_ts") > F.col("ts")))
             .groupBy("run", "member", "line", "ts", "generation", "protocol_name")
-            .agg(F.collect_list(F.struct("topic", "partition")).alias("tps")))
+            .agg(F.collect_list(F.struct("topic", "partition")).alias("tps"),
+                 F.first(F.transform("protos", lambda p: p["protocol_name"])).alias("offered")))
     per_gen, final, held = t.collect_many(per_gen, final, held)
     for r in per_gen:
         coop = r["protocol_name"] in config.COOPERATIVE_ASSIGNORS
@@ -340,8 +349,10 @@ def check_r5(t: Tables) -> list[dict]:
                                  evidence={"expected": r["expected_protocol"], "protocol_name": r["protocol_name"]}))
     for r in held:
         parts = [[x["topic"], x["partition"]] for x in r["tps"]]
-        out.append(violation("R5", r["run"], f"{r['member']} rejoined from eager generation {r['generation']} "
-                             f"({r['protocol_name']}) still owning {fmt_tps(parts)}", members=[r["member"]],
-                             generation=r["generation"], partitions=parts, ts=r["ts"],
-                             evidence={"join_wire_line": r["line"]}))
+        why = (f"eager generation {r['generation']} ({r['protocol_name']})"
+               if r["protocol_name"] not in config.COOPERATIVE_ASSIGNORS else
+               f"generation {r['generation']} as an eager member (it offers {', '.join(r['offered'] or [])})")
+        out.append(violation("R5", r["run"], f"{r['member']} rejoined from {why} still owning {fmt_tps(parts)}",
+                             members=[r["member"]], culprit=r["member"], generation=r["generation"], partitions=parts,
+                             ts=r["ts"], evidence={"join_wire_line": r["line"], "offered": list(r["offered"] or [])}))
     return out
