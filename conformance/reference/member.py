@@ -188,6 +188,7 @@ class ReferenceMember:
         self.assigned_counts: dict[str, int] = {}
         self.next_metadata_check = 0.0
         self.next_auto_commit = time.monotonic() + config.REFERENCE_AUTO_COMMIT_INTERVAL_MS / 1000.0
+        self.next_position_retry = 0.0   # when fetch_once may look up missing positions again
         self._update_context()
 
     # ------------------------------------------------------------------ helpers
@@ -379,6 +380,8 @@ class ReferenceMember:
             # Eager: commit and revoke everything before joining.
             self.commit(sorted(self.fetching), "eager revoke before join")
             self.history.record("revoked", partitions=[list(tp) for tp in sorted(self.fetching)])
+            for tp in self.fetching:   # a partition it gets back resumes from the group's commit, not from here
+                self.positions.pop(tp, None)
             self.eager_previous = set(self.owned)
             self.owned, self.fetching, self.stalled = set(), set(), set()
         protocols = [(s, encode_subscription(self.subscription(s))) for s in self.cfg.assignment_strategies]
@@ -564,6 +567,12 @@ class ReferenceMember:
         return not errors
 
     def fetch_once(self) -> None:
+        unplaced = sorted(tp for tp in self.fetching if tp not in self.positions)
+        if unplaced and self.coord is not None and time.monotonic() >= self.next_position_retry:
+            # A position lookup failed (e.g. NOT_LEADER_OR_FOLLOWER just after a topic is created):
+            # ask again after a back-off rather than own the partition without ever fetching it.
+            self.next_position_retry = time.monotonic() + config.REFERENCE_RETRY_BACKOFF_MS / 1000.0
+            self.init_positions(unplaced)
         tps = sorted(tp for tp in self.fetching if tp in self.positions and tp not in self.stalled)
         if not tps:
             self._sleep(0.05)
