@@ -722,6 +722,30 @@ def _sync_response(run: RunEdit, member_id: str, generation: int, after: int) ->
     return None
 
 
+def _set_assignment(run: RunEdit, i: int, entry: dict, new_hex: str) -> None:
+    """Give ``entry`` (an assignment of the leader SyncGroup request at wire line ``i``) the bytes
+    ``new_hex``, and the member's SyncGroup response of that generation too when it carried the old
+    ones (the broker forwards the leader's bytes)."""
+    old, entry["assignment"] = entry["assignment"], new_hex
+    j = _sync_response(run, entry["member_id"], run.wire[i].get("generation"), i)
+    if j is not None and run.wire[j].get("assignment") == old:
+        run.wire[j]["assignment"] = new_hex
+
+
+def _move(run: RunEdit, i: int, given: dict[str, Any], moves: list[tuple[str, list, list]]) -> None:
+    """Re-encode, in the leader SyncGroup request at wire line ``i`` (and the responses that carried
+    it), each member's decoded assignment ``given[mid]`` with the partitions ``add`` added and ``drop``
+    removed, for each ``(mid, add, drop)`` of ``moves``."""
+    changed = {}
+    for mid, add, drop in moves:
+        d = given[mid]
+        tps = [x for x in _flat(d.assigned_partitions) if x not in drop] + add
+        changed[mid] = encode_assignment(Assignment(d.version, _group(tps), d.user_data, d.trailing)).hex()
+    for a in run.wire[i]["assignments"]:
+        if a["member_id"] in changed:
+            _set_assignment(run, i, a, changed[a["member_id"]])
+
+
 def leader_sync_missing_member(run: RunEdit) -> tuple[str | None, str]:
     """L1. The leader's SyncGroup leaves out a member of its generation (an assignor that drops a
     member it did not recognise): the last non-leader entry is removed from the request, and that
@@ -765,12 +789,8 @@ def partition_assigned_twice(run: RunEdit) -> tuple[str | None, str]:
 
     for i, req, (giver, _), (to, d) in [*pairs(False), *pairs(True)][:1]:
         tp = _flat(decode_assignment(bytes.fromhex(giver["assignment"])).assigned_partitions)[0]
-        old = to["assignment"]
-        to["assignment"] = encode_assignment(Assignment(d.version, _group(_flat(d.assigned_partitions) + [tp]),
-                                                        d.user_data, d.trailing)).hex()
-        j = _sync_response(run, to["member_id"], req.get("generation"), i)
-        if j is not None and run.wire[j].get("assignment") == old:
-            run.wire[j]["assignment"] = to["assignment"]
+        _set_assignment(run, i, to, encode_assignment(Assignment(
+            d.version, _group(_flat(d.assigned_partitions) + [tp]), d.user_data, d.trailing)).hex())
         who = run.member_of_id(to["member_id"]) or to["member_id"]
         owner = run.member_of_id(giver["member_id"]) or giver["member_id"]
         return req["member"], (f"leader {req['member']} gave {_fmt(tp)} to {who} as well as {owner} in "
@@ -803,17 +823,7 @@ def unbalanced_final(run: RunEdit) -> tuple[str | None, str]:
     if not _flat(given[low].assigned_partitions):
         raise NotApplicable("the final generation already leaves a member without partitions")
     tp = _flat(given[low].assigned_partitions)[0]
-    changed = {}
-    for mid, add, drop in ((low, [], [tp]), (high, [tp], [])):
-        d = given[mid]
-        tps = [x for x in _flat(d.assigned_partitions) if x not in drop] + add
-        changed[mid] = encode_assignment(Assignment(d.version, _group(tps), d.user_data, d.trailing)).hex()
-    for a in req["assignments"]:
-        if a["member_id"] in changed:
-            old, a["assignment"] = a["assignment"], changed[a["member_id"]]
-            j = _sync_response(run, a["member_id"], last_gen, i)
-            if j is not None and run.wire[j].get("assignment") == old:
-                run.wire[j]["assignment"] = a["assignment"]
+    _move(run, i, given, [(low, [], [tp]), (high, [tp], [])])
     return req["member"], (f"leader {req['member']} moved {_fmt(tp)} from {run.member_of_id(low) or low} to "
                            f"{run.member_of_id(high) or high} in generation {last_gen}, its last with two members or more "
                            f"(wire line {i + 1})")
@@ -845,17 +855,7 @@ def needless_moves(run: RunEdit) -> tuple[str | None, str]:
         if len(keeping) < 2:
             continue
         (x, (p, *_)), (y, (q, *_)) = keeping[0], keeping[1]
-        changed = {}
-        for mid, add, drop in ((x, q, p), (y, p, q)):
-            d = given[mid]
-            tps = [t for t in _flat(d.assigned_partitions) if t != drop] + [add]
-            changed[mid] = encode_assignment(Assignment(d.version, _group(tps), d.user_data, d.trailing)).hex()
-        for a in req["assignments"]:
-            if a["member_id"] in changed:
-                old, a["assignment"] = a["assignment"], changed[a["member_id"]]
-                j = _sync_response(run, a["member_id"], gen, i)
-                if j is not None and run.wire[j].get("assignment") == old:
-                    run.wire[j]["assignment"] = a["assignment"]
+        _move(run, i, given, [(x, [q], [p]), (y, [p], [q])])
         return req["member"], (f"leader {req['member']} swapped {_fmt(p)} of {run.member_of_id(x) or x} and "
                                f"{_fmt(q)} of {run.member_of_id(y) or y} in generation {gen} (wire line {i + 1})")
     raise NotApplicable("no cooperative leader SyncGroup with two members keeping a declared partition")
@@ -947,11 +947,7 @@ def malformed_assignment(run: RunEdit) -> tuple[str | None, str]:
         for a in req["assignments"]:
             if a["member_id"] == req.get("member_id") or len(a.get("assignment") or "") < 8:
                 continue
-            old = a["assignment"]
-            a["assignment"] = old[:-4]
-            j = _sync_response(run, a["member_id"], req.get("generation"), i)
-            if j is not None and run.wire[j].get("assignment") == old:
-                run.wire[j]["assignment"] = a["assignment"]
+            _set_assignment(run, i, a, a["assignment"][:-4])
             who = run.member_of_id(a["member_id"]) or a["member_id"]
             return req["member"], (f"leader {req['member']}'s assignment for {who} in generation "
                                    f"{req.get('generation')} (wire line {i + 1}) lost its last 2 bytes")
@@ -992,17 +988,7 @@ def leader_reassigns_owned(run: RunEdit) -> tuple[str | None, str]:
                 continue
             owner = valid[0]
             to = ids[(ids.index(owner) + 1) % len(ids)]
-            changed = {}
-            for mid, add, drop in ((owner, [], [tp]), (to, [tp], [])):
-                d = given[mid]
-                tps = [x for x in _flat(d.assigned_partitions) if x not in drop] + add
-                changed[mid] = encode_assignment(Assignment(d.version, _group(tps), d.user_data, d.trailing)).hex()
-            for a in req["assignments"]:
-                if a["member_id"] in changed:
-                    old, a["assignment"] = a["assignment"], changed[a["member_id"]]
-                    j = _sync_response(run, a["member_id"], gen, i)
-                    if j is not None and run.wire[j].get("assignment") == old:
-                        run.wire[j]["assignment"] = a["assignment"]
+            _move(run, i, given, [(owner, [], [tp]), (to, [tp], [])])
             return req["member"], (f"leader {req['member']} gave {_fmt(tp)}, validly declared owned by "
                                    f"{run.member_of_id(owner) or owner}, to {run.member_of_id(to) or to} in "
                                    f"cooperative generation {gen} (wire line {i + 1})")
