@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import sys
 import tarfile
 import tempfile
 from dataclasses import dataclass, field

@@ -30,7 +30,6 @@ import shlex
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
 from conformance import __version__, config
