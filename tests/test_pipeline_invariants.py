@@ -332,3 +332,12 @@ def test_d3_measures_from_the_last_commit_not_the_highest(judged):
     d3 = _inv(judged, "break-d3-commit-back-allowed", "D3")
     assert d3["status"] == "pass" and [f["allowed_by"] for f in d3["allowed"]] == ["D3/rebalance"], d3
     assert _inv(judged, "break-d3-commit-back-allowed", "D2")["status"] == "fail"
+
+
+def test_an_unowned_partition_names_the_member_last_assigned_it(judged):
+    # m2 records t-3 lost with no rebalance: its last SyncGroup response still assigns it t-3.
+    [v] = _inv(judged, "break-v1-unowned", "V1")["violations"]
+    assert v["culprit"] == "m2" and v["evidence"]["last_assigned_to"] == {"t-3": "m2"}, v
+    # Nobody was assigned the withheld partitions in the follow-up: R4 names only the revoker, no culprit.
+    [r4] = _inv(judged, "break-r4", "R4")["violations"]
+    assert r4["members"] == ["m1"] and r4["culprit"] is None and r4["evidence"]["assigned_to"] == [], r4

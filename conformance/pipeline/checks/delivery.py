@@ -265,8 +265,17 @@ def check_v1(t: Tables) -> list[dict]:
             .where(F.col("member").isNull() | ((F.col("start_ts") <= F.col("eval_ts")) & (F.col("end_ts") >= F.col("eval_ts"))))
             .groupBy("run", "topic", "partition").agg(F.max("start_ts").alias("owned_since"), F.count("member").alias("owners")))
     every = t.partitions.join(held, ["run", "topic", "partition"], "left")
-    per_run = (every.groupBy("run")
-               .agg(F.collect_list(F.when(F.coalesce("owners", F.lit(0)) == 0, F.struct("topic", "partition"))).alias("unowned"),
+    # Who holds each partition in its last assignment on the wire by the end of observation (each member's
+    # last successful SyncGroup response): a member assigned a partition it does not own at the end.
+    received = (t.assignments.where((F.col("source") == "received") & (F.coalesce("error_code", F.lit(0)) == 0)
+                                    & F.col("decode_error").isNull())
+                .join(base.select("run", "eval_ts"), "run").where(F.col("ts") <= F.col("eval_ts"))
+                .groupBy("run", "member").agg(F.max_by("partitions", "ts").alias("last")))
+    last_given = (received.select("run", "member", F.explode("last").alias("tp")).select("run", "member", "tp.*")
+                  .groupBy("run", "topic", "partition").agg(F.min("member").alias("given_to")))
+    per_run = (every.join(last_given, ["run", "topic", "partition"], "left").groupBy("run")
+               .agg(F.collect_list(F.when(F.coalesce("owners", F.lit(0)) == 0, F.struct("topic", "partition", "given_to")))
+                    .alias("unowned"),
                     F.max("owned_since").alias("converged_ts"))
                .join(base, "run"))
     # Crashes and hangs: an incarnation that ended without `stopped` and without a nemesis kill.
@@ -296,9 +305,14 @@ def check_v1(t: Tables) -> list[dict]:
         cut_early = not r["complete"] and (r["since"] is None or r["eval_ts"] - r["since"] < r["convergence_ms"])
         if r["unowned"] and not cut_early:
             parts = [[x["topic"], x["partition"]] for x in r["unowned"]]
+            given = {f"{x['topic']}-{x['partition']}": x["given_to"] for x in r["unowned"] if x["given_to"]}
+            holders = sorted(set(given.values()))
             out.append(violation("V1", r["run"], f"{fmt_tps(parts)} had no owner at the end of observation "
-                                 f"({r['eval_ts']:.0f})", partitions=parts, ts=r["eval_ts"],
-                                 evidence={"last_fault_ts": r["last_fault_ts"]}))
+                                 f"({r['eval_ts']:.0f})" + (f"; last assigned on the wire to {', '.join(holders)}"
+                                                           if holders else ""),
+                                 members=holders, culprit=holders[0] if len(holders) == 1 else None,
+                                 partitions=parts, ts=r["eval_ts"],
+                                 evidence={"last_fault_ts": r["last_fault_ts"], "last_assigned_to": given}))
         elif r["converged_ts"] is not None and r["since"] is not None:
             took = max(0.0, r["converged_ts"] - r["since"])
             if took > r["convergence_ms"]:

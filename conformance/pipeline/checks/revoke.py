@@ -279,13 +279,30 @@ def check_r4(t: Tables) -> list[dict]:
                .select(*keys).distinct())
     bad, in_window = split_by_fault_windows(t, "r4-unreached", revokes.join(reached, keys, "left_anti"), keys,
                                             "ts", "ts", ["member"])
+    # Who the wire shows was given the partition within the bound (a SyncGroup response assigning it)
+    # and never took it: implicated, and the culprit when there is exactly one.
+    received = (t.assignments.where((F.col("source") == "received") & (F.coalesce("error_code", F.lit(0)) == 0)
+                                    & F.col("decode_error").isNull())
+                .select("run", F.col("member").alias("given_to"), F.col("ts").alias("g_ts"),
+                        F.explode("partitions").alias("tp"))
+                .select("run", "given_to", "g_ts", "tp.topic", "tp.partition"))
+    given = (bad.join(received, ["run", "topic", "partition"])
+             .where((F.col("g_ts") > F.col("ts")) & (F.col("g_ts") <= F.col("ts") + F.col("revoke_ms"))
+                    & (F.col("given_to") != F.col("member")))
+             .groupBy("run", "member", "ts").agg(F.collect_set("given_to").alias("given_to")))
     bad, in_window = t.collect_many(
-        bad.groupBy("run", "member", "ts", "revoke_ms").agg(F.collect_list(F.struct("topic", "partition")).alias("tps")),
+        bad.groupBy("run", "member", "ts", "revoke_ms").agg(F.collect_list(F.struct("topic", "partition")).alias("tps"))
+        .join(given, ["run", "member", "ts"], "left"),
         in_window.select("run", "member", "ts", "topic", "partition", "window"))
-    out = [violation("R4", r["run"], f"{fmt_tps([[x['topic'], x['partition']] for x in r['tps']])} revoked by "
-                     f"{r['member']} reached no new owner within {r['revoke_ms']:.0f} ms", members=[r["member"]],
-                     partitions=[[x["topic"], x["partition"]] for x in r["tps"]], ts=r["ts"],
-                     evidence={"revoke_bound_ms": r["revoke_ms"]}) for r in bad]
+    out = []
+    for r in bad:
+        given_to = sorted(r["given_to"] or [])
+        out.append(violation("R4", r["run"], f"{fmt_tps([[x['topic'], x['partition']] for x in r['tps']])} revoked by "
+                             f"{r['member']} reached no new owner within {r['revoke_ms']:.0f} ms"
+                             + (f" (assigned to {', '.join(given_to)}, which never took them)" if given_to else ""),
+                             members=[r["member"], *given_to], culprit=given_to[0] if len(given_to) == 1 else None,
+                             partitions=[[x["topic"], x["partition"]] for x in r["tps"]], ts=r["ts"],
+                             evidence={"revoke_bound_ms": r["revoke_ms"], "assigned_to": given_to}))
     out += [violation("R4", r["run"], f"{r['topic']}-{r['partition']} revoked by {r['member']} reached no new owner "
                       f"within the bound, inside the window of {window_text(r['window'])}", members=[r["member"]],
                       partitions=[[r["topic"], r["partition"]]], ts=r["ts"], evidence={"window": r["window"].asDict()},
