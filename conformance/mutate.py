@@ -28,7 +28,7 @@ import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from conformance import config
 from conformance.protocol import (Assignment, DecodeError, Subscription, TopicPartitions, decode_assignment,
@@ -320,15 +320,7 @@ def stale_claim(run: RunEdit) -> tuple[str | None, str]:
         if not (f.get("api") == "JoinGroup" and f.get("direction") == "request" and f.get("member_id")
                 and f["member"] in last_assigned and run.cooperative_member(f["member"])):
             continue
-        for proto in f.get("protocols") or []:
-            if proto.get("name") not in config.COOPERATIVE_ASSIGNORS:
-                continue
-            try:
-                sub = decode_subscription(bytes.fromhex(proto["metadata"]))
-            except (DecodeError, ValueError):
-                continue
-            if sub.version < 1:
-                continue
+        for proto, sub in _cooperative_subscriptions(f):
             stale = next((tp for tp in run.topics() if tp not in last_assigned[f["member"]]), None)
             if stale is None:
                 continue
@@ -666,14 +658,8 @@ def forgotten_claim(run: RunEdit) -> tuple[str | None, str]:
         held = [iv for iv in ivs if iv.member == f["member"] and iv.start_ts <= f["ts"] - hb and iv.end_ts >= f["ts"] + hb]
         if not held:
             continue
-        for proto in f.get("protocols") or []:
-            if proto.get("name") not in config.COOPERATIVE_ASSIGNORS:
-                continue
-            try:
-                sub = decode_subscription(bytes.fromhex(proto["metadata"]))
-            except (DecodeError, ValueError):
-                continue
-            if sub.version < 1 or not sub.owned_partitions:
+        for proto, sub in _cooperative_subscriptions(f):
+            if not sub.owned_partitions:
                 continue
             old = proto["metadata"]
             proto["metadata"] = new = encode_subscription(Subscription(
@@ -707,6 +693,20 @@ def unowned_at_end(run: RunEdit) -> tuple[str | None, str]:
     run.histories[first.member] = [e for k, e in enumerate(events) if k not in drop]
     return first.member, (f"{first.member} never took {', '.join(_fmt(iv.tp) for iv in group)} assigned at "
                           f"{first.start_ts:.0f} (after the last fault at {since:.0f})")
+
+
+def _cooperative_subscriptions(frame: dict) -> Iterator[tuple[dict, Any]]:
+    """(protocol, decoded subscription) of each cooperative protocol of a JoinGroup request that
+    decodes at v1 or later (one that can declare owned partitions)."""
+    for proto in frame.get("protocols") or []:
+        if proto.get("name") not in config.COOPERATIVE_ASSIGNORS:
+            continue
+        try:
+            sub = decode_subscription(bytes.fromhex(proto["metadata"]))
+        except (DecodeError, ValueError):
+            continue
+        if sub.version >= 1:
+            yield proto, sub
 
 
 def _leader_syncs(run: RunEdit, min_members: int = 2) -> list[int]:
