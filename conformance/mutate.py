@@ -439,15 +439,9 @@ def revoke_unreached(run: RunEdit) -> tuple[str | None, str]:
         if others or new.end_ts < iv.end_ts + run.revoke_ms + run.heartbeat_ms \
                 or not run.quiet(iv.end_ts, iv.end_ts + run.revoke_ms, [iv.member, new.member]):
             continue
-        events = run.histories[new.member]
-        drop = set(run.consumed(new.member, new.tp, new.start_ts, new.end_ts))
-        if new.end_i is not None and new.end_reason in ("revoked", "lost") and _drop_tp(events[new.end_i], new.tp):
-            drop.add(new.end_i)
-        if _drop_tp(events[new.start_i], new.tp):
-            drop.add(new.start_i)
-        run.histories[new.member] = [e for k, e in enumerate(events) if k not in drop]
+        dropped = _erase_intervals(run, new.member, [new])
         return new.member, (f"{new.member} never took {_fmt(new.tp)}, revoked by {iv.member} at {iv.end_ts:.0f} "
-                            f"(its assignment at {new.start_ts:.0f} and {len(drop)} event(s) of it dropped)")
+                            f"(its assignment at {new.start_ts:.0f} and {dropped} event(s) of it dropped)")
     raise NotApplicable("no cooperative revoke with one new owner holding the partition past the revoke bound")
 
 
@@ -682,17 +676,25 @@ def unowned_at_end(run: RunEdit) -> tuple[str | None, str]:
         raise NotApplicable("no partition assigned after the last fault and owned at the end")
     first = min(at_end, key=lambda iv: (iv.start_ts, iv.member))
     group = [iv for iv in at_end if iv.member == first.member and iv.start_i == first.start_i]
-    events = run.histories[first.member]
+    _erase_intervals(run, first.member, group)
+    return first.member, (f"{first.member} never took {', '.join(_fmt(iv.tp) for iv in group)} assigned at "
+                          f"{first.start_ts:.0f} (after the last fault at {since:.0f})")
+
+
+def _erase_intervals(run: RunEdit, member: str, ivs: list) -> int:
+    """Remove from ``member``'s history every trace of the ownership intervals ``ivs``: their
+    consumed events, and the partition from the events that began and ended them (an event left
+    with no partition goes); returns how many events went."""
+    events = run.histories[member]
     drop: set[int] = set()
-    for iv in group:
-        drop |= set(run.consumed(iv.member, iv.tp, iv.start_ts, iv.end_ts))
+    for iv in ivs:
+        drop |= set(run.consumed(member, iv.tp, iv.start_ts, iv.end_ts))
         if iv.end_i is not None and iv.end_reason in ("revoked", "lost") and _drop_tp(events[iv.end_i], iv.tp):
             drop.add(iv.end_i)
         if _drop_tp(events[iv.start_i], iv.tp):
             drop.add(iv.start_i)
-    run.histories[first.member] = [e for k, e in enumerate(events) if k not in drop]
-    return first.member, (f"{first.member} never took {', '.join(_fmt(iv.tp) for iv in group)} assigned at "
-                          f"{first.start_ts:.0f} (after the last fault at {since:.0f})")
+    run.histories[member] = [e for k, e in enumerate(events) if k not in drop]
+    return len(drop)
 
 
 def _cooperative_subscriptions(frame: dict) -> Iterator[tuple[dict, Any]]:
