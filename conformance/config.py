@@ -47,6 +47,11 @@ DEFAULT_BROKER: str = BROKER_VERSIONS[0]
 TOXIPROXY_MODULE: str = "github.com/Shopify/toxiproxy/v2"
 TOXIPROXY_VERSION: str = "v2.12.0"
 
+#: actionlint (the workflow linter the tests run on .github/workflows/), built from its Go module.
+ACTIONLINT_MODULE: str = "github.com/rhysd/actionlint"
+ACTIONLINT_VERSION: str = "v1.7.12"
+ACTIONLINT_DIR: Path = CACHE_DIR / "actionlint"   # actionlint/<version>/actionlint
+
 #: Default version per member kind (an omitted ``@VERSION`` means this).
 DEFAULT_CLIENT_VERSIONS: dict[str, str] = {
     "reference": "0.1.0",

@@ -21,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--broker", action="append", metavar="VERSION",
                    help=f"broker version to install (repeatable; default {config.DEFAULT_BROKER})")
     p.add_argument("--clients", metavar="SPEC,...", help="member specs to prepare (default: the default mix)")
-    p.add_argument("--all", action="store_true", help="every supported broker and every client version the tests use")
+    p.add_argument("--all", action="store_true", help="every supported broker, every client version the tests use, and actionlint (the tests lint the workflows)")
     p.set_defaults(func=run)
 
 
@@ -45,6 +45,9 @@ def run(args: argparse.Namespace) -> int:
     for version in dict.fromkeys(brokers):
         cluster_install.ensure_broker(version)
     cluster_install.ensure_toxiproxy()
+    if args.all:  # a tool of the project's tests (tests/test_workflows.py), not of runs
+        from conformance.actionlint import ensure_actionlint
+        ensure_actionlint()
     archive = driver_jvm.ensure_archive()
     print(f"setup: Spark driver rule and class archive: {archive or 'skipped (no java or javac on PATH)'}")
     print(f"setup: ready in {time.monotonic() - started:.1f}s (cache: {config.CACHE_DIR})")

@@ -298,41 +298,11 @@ def toxiproxy_binary(version: str | None = None) -> Path:
 def ensure_toxiproxy(version: str | None = None) -> Path:
     """Build ``toxiproxy-server`` (``config.TOXIPROXY_MODULE``) and return the binary's path.
 
-    Built with ``go install MODULE/cmd/server@VERSION`` through the Go module
-    proxy, GOPATH/GOMODCACHE under ``config.GO_DIR``, GOFLAGS=-mod=mod, into a
-    temporary directory renamed to ``config.TOXIPROXY_DIR/<version>/``.
+    Built by :func:`conformance.go_install.go_install` (``go install MODULE/cmd/server@VERSION``
+    through the Go module proxy) into ``config.TOXIPROXY_DIR/<version>/``.
     """
+    from conformance.go_install import go_install
+
     version = version or config.TOXIPROXY_VERSION
-    final = config.TOXIPROXY_DIR / version
-    binary = final / "toxiproxy-server"
-    if (final / _MARKER).is_file() and binary.is_file():
-        print(f"toxiproxy {version}: already installed ({binary})")
-        return binary
-    if shutil.which("go") is None:
-        raise SuiteError("toxiproxy: the Go toolchain (`go`) is not on PATH; it is needed to build toxiproxy")
-    started = time.monotonic()
-    config.TOXIPROXY_DIR.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{version}-", dir=config.TOXIPROXY_DIR))
-    try:
-        env = dict(os.environ, GOPATH=str(config.GO_DIR), GOMODCACHE=str(config.GO_DIR / "pkg" / "mod"),
-                   GOFLAGS="-mod=mod", GOBIN=str(tmp), CGO_ENABLED="0")
-        target = f"{config.TOXIPROXY_MODULE}/cmd/server@{version}"
-        result = subprocess.run(["go", "install", target], cwd=tmp, env=env, capture_output=True, text=True,
-                                timeout=1200)
-        if result.returncode != 0:
-            raise SuiteError(f"toxiproxy {version}: `go install {target}` failed: "
-                             f"{(result.stderr or result.stdout).strip()[-800:]}")
-        (tmp / "server").rename(tmp / "toxiproxy-server")
-        (tmp / _MARKER).write_text(json.dumps({"module": config.TOXIPROXY_MODULE, "version": version}) + "\n",
-                                   encoding="utf-8")
-        try:
-            os.rename(tmp, final)
-        except OSError:
-            if not (final / _MARKER).is_file():
-                raise
-            shutil.rmtree(tmp, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    print(f"toxiproxy {version}: built in {time.monotonic() - started:.1f}s")
-    return binary
+    return go_install("toxiproxy", config.TOXIPROXY_MODULE, "cmd/server", version, config.TOXIPROXY_DIR / version,
+                      "toxiproxy-server")
