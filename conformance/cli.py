@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "conformance.setup",
     "conformance.members.command",
     "conformance.protocol.command",
+    "conformance.planning.command",
     "conformance.scenarios.command",
     "conformance.report.command",
     "conformance.mutation_score",

@@ -50,9 +50,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help=f"scenario (repeatable); default: {', '.join(config.DEFAULT_SCENARIOS)}; "
                         f"known: {', '.join(scenario_names())}")
     p.add_argument("--clients", metavar="SPEC,...", help="member specs (default: one of each kind)")
-    p.add_argument("--broker", default=config.DEFAULT_BROKER, metavar="VERSION",
+    p.add_argument("--broker", default=None, metavar="VERSION",
                    help=f"broker version; supported: {', '.join(config.BROKER_VERSIONS)} (default {config.DEFAULT_BROKER})")
     p.add_argument("--seed", type=seed, default=None, help=f"schedule seed, 0 to {MAX_SEED} (default: random, recorded)")
+    p.add_argument("--plan", type=Path, default=None, metavar="FILE",
+                   help="run the cells of a plan file (conformance plan) instead of --scenario/--clients/--broker/--seed")
+    p.add_argument("--shard", default=None, metavar="I/N", help="with --plan: only the plan's shard I of N")
     p.add_argument("--runs-dir", type=Path, default=None,
                    help=f"where the run directory goes (created if missing; default {config.RUNS_DIR})")
     p.add_argument("--spark-master", default=None, metavar="URL",
@@ -68,17 +71,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.set_defaults(func=reproduce)
 
 
+def check_cell(cell: Cell) -> None:
+    """UsageError (one line) unless ``cell``'s scenario can run on its mix: every target exists
+    (:func:`~conformance.scenarios.parse.check_targets`) and the members form a group
+    (:func:`~conformance.scenarios.mixing.plan_mix`). Offline: versions are :func:`preflight`'s."""
+    check_targets(cell.scenario, [s.kind for s in cell.specs])
+    try:
+        plan_mix(list(cell.specs), cell.scenario.start_strategies)
+    except UsageError as exc:
+        raise UsageError(f"scenario {cell.scenario.name}: {exc}") from None
+
+
 def preflight(cells: list[Cell], runs_dir: Path | None, spark_master: str | None) -> None:
     """Check what ``cells`` need before anything starts (see the module's guarantee);
     UsageError for the first mistake. Creates the runs directory."""
     if spark_master is not None:
         check_spark_master(spark_master)
     for cell in cells:
-        check_targets(cell.scenario, [s.kind for s in cell.specs])
-        try:
-            plan_mix(list(cell.specs), cell.scenario.start_strategies)
-        except UsageError as exc:
-            raise UsageError(f"scenario {cell.scenario.name}: {exc}") from None
+        check_cell(cell)
     check_specs(s for cell in cells for s in cell.specs)
     ready_dir(Path(runs_dir or config.RUNS_DIR), "runs directory")
 
@@ -100,7 +110,30 @@ def _run(cells: list[Cell], runs_dir: Path | None, spark_master: str | None, lab
     return result.exit_code
 
 
+def _plan_cells(args: argparse.Namespace) -> tuple[list[Cell], str]:
+    """The cells of ``--plan`` (its shard ``--shard I/N`` only, when given) and the run's label."""
+    from conformance.planning.plan import load_plan, parse_shard
+
+    given = [f"--{name}" for name in ("scenario", "clients", "broker", "seed") if getattr(args, name) is not None]
+    if given:
+        raise UsageError(f"--plan takes every cell from the plan; drop {', '.join(given)}")
+    plan = load_plan(args.plan)
+    if args.shard is None:
+        return [c.cell() for c in plan.cells], "plan"
+    index, total = parse_shard(args.shard)
+    if total != plan.shards:
+        raise UsageError(f"--shard {args.shard}: {args.plan} is planned in {plan.shards} shard(s); "
+                         f"give I/{plan.shards}, or plan again with --shards {total}")
+    return [c.cell() for c in plan.shard(index)], f"shard-{index}-of-{total}"
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.plan is not None:
+        cells, label = _plan_cells(args)
+        return _run(cells, args.runs_dir, args.spark_master, label=label)
+    if args.shard is not None:
+        raise UsageError("--shard needs --plan: a shard is part of a plan file (conformance plan)")
+    args.broker = config.DEFAULT_BROKER if args.broker is None else args.broker
     if args.broker not in config.BROKER_VERSIONS:
         raise UsageError(f"broker {args.broker!r} is not supported; supported: {', '.join(config.BROKER_VERSIONS)}")
     specs = parse_specs(args.clients) if args.clients is not None else [MemberSpec.parse(s) for s in config.DEFAULT_MIX]
