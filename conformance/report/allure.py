@@ -6,6 +6,11 @@ a parameter per named exemption that allowed findings (with their count), labels
 (parentSuite), scenario (suite) and member mix (subSuite), and the cell's
 verdict as a ``<uuid>-attachment.json``. ``historyId`` is stable for a
 (broker, scenario, members) cell, so Allure shows its history across runs.
+
+What a maintainer acts on (:mod:`conformance.report.evidence`): the parameter ``reproduce`` and
+the description carry the command that runs the cell again; ``links`` point at the run
+directory's files (relative to the report's directory, where ``index.html`` is); step messages
+name the wire capture's lines as ``wire.jsonl line N``.
 """
 
 from __future__ import annotations
@@ -16,11 +21,13 @@ import uuid as _uuid
 from pathlib import Path
 
 from conformance.pipeline.checks import CATALOG
+from conformance.report.evidence import CellLinks, message as located_message
 
-_STEP_STATUS = {"pass": "passed", "fail": "failed", "unknown": "broken", "known-issue": "skipped"}
+_STEP_STATUS = {"pass": "passed", "fail": "failed", "unknown": "broken", "known-issue": "skipped",
+                "malformed": "broken"}   # judged on damaged input: the suite's problem, not a client's
 
 
-def write(verdicts: list[dict], out_dir: Path) -> list[Path]:
+def write(verdicts: list[dict], out_dir: Path, links: dict[str, CellLinks] | None = None) -> list[Path]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
@@ -36,10 +43,13 @@ def write(verdicts: list[dict], out_dir: Path) -> list[Path]:
             i = v["invariants"].get(inv, {"status": "unknown", "violations": [], "error": "not run"})
             details = {}
             if i["violations"]:
-                details["message"] = "; ".join(x["message"] for x in i["violations"][:5])
+                details["message"] = "; ".join(located_message(x["message"]) for x in i["violations"][:5])
             if i.get("error"):
                 details["message"] = i["error"]
                 details["trace"] = i.get("traceback")
+            if i["status"] == "malformed":
+                details["message"] = "not judged: damaged input " + "; ".join(
+                    f"{d['file']}:{d['line']}: {d['problem']}" for d in i.get("damaged", [])[:5])
             steps.append({"name": f"{inv}: {statement}", "status": _STEP_STATUS[i["status"]], "stage": "finished",
                           "statusDetails": details, "start": start, "stop": stop, "steps": [], "attachments": [],
                           "parameters": []})
@@ -48,7 +58,8 @@ def write(verdicts: list[dict], out_dir: Path) -> list[Path]:
                   else "broken" if verdict in ("unknown", "incomplete") else "failed")
         failing = [s["name"] for s in steps if s["status"] != "passed"]
         rc = v.get("root_cause")
-        message = (f"read first: {rc['invariant']}: {rc['message']}; failing: " + "; ".join(failing) if failing and rc else
+        link = (links or {}).get(v["run"])
+        message = (f"read first: {rc['invariant']}: {located_message(rc['message'])}; failing: " + "; ".join(failing) if failing and rc else
                    "; ".join(failing) if failing else
                    f"cut short: {v['cut_short']}" if verdict == "incomplete" else
                    f"{len(v.get('malformed') or [])} malformed input line(s)" if verdict == "malformed" else None)
@@ -69,11 +80,13 @@ def write(verdicts: list[dict], out_dir: Path) -> list[Path]:
             "attachments": [{"name": "verdict", "source": attachment, "type": "application/json"}],
             "parameters": [{"name": "broker", "value": v["broker_version"]}, {"name": "members", "value": members},
                            {"name": "seed", "value": str(v.get("seed"))}]
-                          + [{"name": f"allowed {rule}", "value": str(n)} for rule, n in (v.get("allowed") or {}).items()],
+                          + [{"name": f"allowed {rule}", "value": str(n)} for rule, n in (v.get("allowed") or {}).items()]
+                          + ([{"name": "reproduce", "value": link.command}] if link and link.command else []),
             "labels": [{"name": "parentSuite", "value": f"broker {v['broker_version']}"},
                        {"name": "suite", "value": v["scenario"]}, {"name": "subSuite", "value": members},
                        {"name": "framework", "value": "conformance"}, {"name": "language", "value": "python"}],
-            "links": [],
+            "links": [{"name": name, "url": href, "type": "link"} for name, href in (link.files if link else ())],
+            **({"description": f"Reproduce:\n\n    {link.command}\n"} if link and link.command else {}),
         }
         path = out_dir / f"{uid}-result.json"
         path.write_text(json.dumps(result, indent=1), encoding="utf-8")

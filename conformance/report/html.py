@@ -4,7 +4,8 @@ lines of inline JS; no CDN, no external resource).
 Sections: summary; the matrix per broker version and scenario (each entry
 links to the cells behind it); the per-member view (what each member spec was
 implicated in and blamed for); the trend over matrix runs; one section per
-cell with the finding to read first, its invariants, violations (evidence
+cell with the command that reproduces it and links to its run directory's files
+(:mod:`conformance.report.evidence`), the finding to read first, its invariants, violations (evidence
 expandable, culprit or known issue labelled), allowed findings with the rule
 that excused each and their counts per rule, metrics,
 malformed lines, the per-partition ownership Gantt chart with faults, and the
@@ -18,6 +19,7 @@ from html import escape
 
 from conformance.pipeline.checks import CATALOG
 from conformance.report import svg
+from conformance.report.evidence import WIRE_FILE, CellLinks, located, message, wire_lines
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:20px;color:#222}
@@ -29,6 +31,7 @@ td.entry a{display:block;color:inherit;text-decoration:none}section.cell{margin:
 section.cell:target{outline:3px solid #4e79a7}pre{background:#f7f7f7;padding:6px;overflow:auto;font-size:12px;max-height:300px}
 .badge{display:inline-block;padding:1px 8px;border-radius:8px;font-size:12px}.small{font-size:12px;color:#555}
 .trend span{display:inline-block;width:12px;height:12px;margin-right:2px;border:1px solid #999}
+pre.command{background:#1e1e1e;color:#f0f0f0;white-space:pre-wrap;word-break:break-all}.files a{margin-right:8px}
 """
 
 JS = """
@@ -91,10 +94,34 @@ def _trend(matrix: dict) -> str:
     return f'<table class="trend-table"><tr><th>entry</th>{head}</tr>{"".join(rows)}</table><ol class=small>{legend}</ol>'
 
 
-def _cell_section(v: dict, tl: dict | None) -> str:
+def _reproduce(link: CellLinks | None) -> str:
+    """The cell's reproduce command and its run directory's files, linked."""
+    if link is None:
+        return ""
+    command = (f'<p class="small">reproduce (from the repository, after <code>make setup</code>):</p>'
+               f'<pre class="command">{escape(link.command)}</pre>' if link.command else
+               '<p class="small">no readable manifest.json: no command to reproduce this cell</p>')
+    files = "".join(f'<a href="{escape(href)}">{escape(name)}</a>' for name, href in link.files)
+    where = f'<span class="small">run directory {escape(link.run_dir)}:</span> ' if link.run_dir else ""
+    return command + (f'<p class="files">{where}{files}</p>' if files else "")
+
+
+def _evidence_links(viol: dict, link: CellLinks | None) -> str:
+    lines = wire_lines(viol)
+    href = link.href(WIRE_FILE) if link else None
+    if not lines:
+        return ""
+    text = f"{WIRE_FILE} line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))}"
+    return '<p class="small">evidence: ' + (f'<a href="{escape(href)}">{escape(text)}</a>' if href else escape(text)) + "</p>"
+
+
+def _cell_section(v: dict, tl: dict | None, link: CellLinks | None = None) -> str:
+    t0 = (v.get("timing") or {}).get("start_ts")
     parts = [f'<section class="cell" id="{_anchor(v["run"])}"><h3>{escape(v["run"])} {_badge(v.get("verdict", "?"))}</h3>',
              f'<p class=small>scenario {escape(v["scenario"])} &middot; broker {escape(v["broker_version"])} &middot; '
-             f'seed {escape(str(v.get("seed")))} &middot; members {escape(", ".join(v.get("members") or []))}</p>',
+             f'seed {escape(str(v.get("seed")))} &middot; members {escape(", ".join(v.get("members") or []))}'
+             f' &middot; times are from the run\'s start</p>',
+             _reproduce(link),
              f'<p class="cut-short">cut short before its scenario ended: {escape(v["cut_short"])}</p>'
              if v.get("cut_short") else "",
              _root_cause(v),
@@ -110,10 +137,12 @@ def _cell_section(v: dict, tl: dict | None) -> str:
                 label = f'<span class="badge known-issue">known issue {escape(viol["known_issue"]["reference"])}</span> '
             elif viol.get("culprit"):
                 label = f'<span class="badge fail">culprit {escape(viol["culprit"])}</span> '
-            detail += (f"<details><summary>{label}{escape(viol['message'])}</summary>"
-                       f"<pre>{escape(json.dumps(viol, indent=1, sort_keys=True, default=str))}</pre></details>")
-        allowed = "".join(f'<details class="allowed"><summary>{escape(f["allowed_by"])}: {escape(f["message"])}</summary>'
-                          f"<pre>{escape(json.dumps(f, indent=1, sort_keys=True, default=str))}</pre></details>"
+            detail += (f"<details><summary>{label}{escape(message(viol['message']))}</summary>"
+                       f"{_evidence_links(viol, link)}"
+                       f"<pre>{escape(json.dumps(located(viol, t0), indent=1, sort_keys=True, default=str))}</pre></details>")
+        allowed = "".join(f'<details class="allowed"><summary>{escape(f["allowed_by"])}: {escape(message(f["message"]))}'
+                          f"</summary>{_evidence_links(f, link)}"
+                          f"<pre>{escape(json.dumps(located(f, t0), indent=1, sort_keys=True, default=str))}</pre></details>"
                           for f in i.get("allowed") or [])
         parts.append(f'<tr><td>{inv}</td><td class="{i["status"]}">{i["status"]}</td><td>{escape(statement)}</td>'
                      f"<td>{detail}</td><td>{allowed}</td></tr>")
@@ -122,7 +151,8 @@ def _cell_section(v: dict, tl: dict | None) -> str:
         counts = ", ".join(f"{escape(rule)} &times;{n}" for rule, n in v["allowed"].items())
         parts.append(f'<p class="allowed-counts small">allowed findings (named exemptions): {counts}</p>')
     m = v.get("metrics") or {}
-    parts.append(f"<details><summary>metrics</summary><pre>{escape(json.dumps(m, indent=1, sort_keys=True))}</pre></details>")
+    parts.append(f"<details><summary>metrics</summary><pre>{escape(json.dumps(located(m, t0), indent=1, sort_keys=True))}"
+                 "</pre></details>")
     if v.get("malformed"):
         items = "".join(f"<li>{escape(x['file'])}:{x['line']}: {escape(x['problem'])}</li>" for x in v["malformed"][:200])
         parts.append(f"<details open><summary>{len(v['malformed'])} malformed line(s)</summary><ul>{items}</ul></details>")
@@ -147,7 +177,7 @@ def _root_cause(v: dict) -> str:
     if not rc:
         return ""
     who = f" (culprit {escape(rc['culprit'])})" if rc.get("culprit") else ""
-    return f'<p class="root-cause"><b>read first</b>: {escape(rc["invariant"])}{who}: {escape(rc["message"])}</p>'
+    return f'<p class="root-cause"><b>read first</b>: {escape(rc["invariant"])}{who}: {escape(message(rc["message"]))}</p>'
 
 
 def _kinds(matrix: dict) -> str:
@@ -161,9 +191,11 @@ def _kinds(matrix: dict) -> str:
             "<th>findings implicating it</th><th>findings blaming it</th></tr>" + "".join(rows) + "</table>")
 
 
-def render(verdicts: list[dict], matrix: dict, timelines: dict[str, dict]) -> str:
+def render(verdicts: list[dict], matrix: dict, timelines: dict[str, dict],
+           links: dict[str, CellLinks] | None = None) -> str:
     s = matrix["summary"]
-    cells = "".join(_cell_section(v, timelines.get(v["run"])) for v in sorted(verdicts, key=lambda v: v["run"]))
+    cells = "".join(_cell_section(v, timelines.get(v["run"]), (links or {}).get(v["run"]))
+                    for v in sorted(verdicts, key=lambda v: v["run"]))
     return (
         "<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>Conformance report</title>"
         f"<style>{CSS}</style></head><body>"

@@ -1,6 +1,13 @@
-"""A Markdown summary for a CI job summary ($GITHUB_STEP_SUMMARY)."""
+"""A Markdown summary for a CI job summary ($GITHUB_STEP_SUMMARY).
+
+The matrix table, then what did not pass (the finding to read first, failing invariants), then
+every cell with the command that reproduces it and links to its run directory's files
+(:mod:`conformance.report.evidence`; relative to the report's directory).
+"""
 
 from __future__ import annotations
+
+from conformance.report.evidence import CellLinks, message
 
 
 def _icon(status: str) -> str:
@@ -19,7 +26,24 @@ def _trend(entry: dict, runs: list[str]) -> str:
     return "".join(_MARK.get(by.get(r, ""), "·") for r in runs)
 
 
-def render(verdicts: list[dict], matrix: dict) -> str:
+def _md_link(name: str, href: str) -> str:
+    return f"[{name}]({href.replace(' ', '%20').replace('(', '%28').replace(')', '%29')})"
+
+
+def _cells(verdicts: list[dict], links: dict[str, CellLinks]) -> list[str]:
+    lines = ["", "## Every cell: reproduce and files", ""]
+    for v in sorted(verdicts, key=lambda v: v["run"]):
+        link = links.get(v["run"])
+        lines.append(f"- **{v['run']}**: {_icon(str(v.get('verdict')))}")
+        if link is None:
+            continue
+        lines.append(f"  - reproduce: `{link.command}`" if link.command else "  - reproduce: no readable manifest.json")
+        if link.files:
+            lines.append("  - files: " + " · ".join(_md_link(name, href) for name, href in link.files))
+    return lines
+
+
+def render(verdicts: list[dict], matrix: dict, links: dict[str, CellLinks] | None = None) -> str:
     s = matrix["summary"]
     runs = [r["run"] for r in matrix["runs"]][-TREND_RUNS:]
     trend = len(runs) > 1
@@ -47,13 +71,16 @@ def render(verdicts: list[dict], matrix: dict) -> str:
             rc = v.get("root_cause")
             if rc:
                 lines.append(f"  - read first: {rc['invariant']}" + (f" (culprit {rc['culprit']})" if rc.get("culprit") else "")
-                             + f": {rc['message']}")
+                             + f": {message(rc['message'])}")
+            link = (links or {}).get(v["run"])
+            if link and link.command:
+                lines.append(f"  - reproduce: `{link.command}`")
             for inv, i in sorted(v["invariants"].items()):
                 if i["status"] == "unknown":
                     lines.append(f"  - {inv} unknown: {i.get('error')}")
                 for x in i["violations"][:3] if i["status"] in ("fail", "known-issue") else []:
                     known = f" (known issue {x['known_issue']['reference']})" if x.get("known_issue") else ""
-                    lines.append(f"  - {inv}{known}: {x['message']}")
+                    lines.append(f"  - {inv}{known}: {message(x['message'])}")
             if v.get("malformed"):
                 m = v["malformed"][0]
                 lines.append(f"  - {len(v['malformed'])} malformed line(s), first {m['file']}:{m['line']}: {m['problem']}")
@@ -64,4 +91,6 @@ def render(verdicts: list[dict], matrix: dict) -> str:
     if allowed:
         lines += ["", "## Allowed findings (named exemptions)", "", "| rule | findings |", "| --- | --- |"]
         lines += [f"| {rule} | {n} |" for rule, n in sorted(allowed.items())]
+    if links:
+        lines += _cells(verdicts, links)
     return "\n".join(lines) + "\n"

@@ -1,9 +1,16 @@
 """Writes every report artefact for a set of verdicts into one directory.
 
-``write_site(verdicts, out_dir, timelines)`` writes ``index.html`` (the
-static site), ``matrix.json``, ``summary.md``, ``junit.xml`` and
-``allure-results/``; each file is written to a temporary name and renamed,
-so a reader never sees half a report. Returns the matrix.
+``write_site(verdicts, out_dir, timelines, publish=False)`` writes ``index.html`` (the
+static site), ``matrix.json``, ``summary.md``, ``junit.xml`` and ``allure-results/``; each
+file is written to a temporary name and renamed, so a reader never sees half a report. Returns
+the matrix.
+
+Every cell in every format carries the command that reproduces it and links to its run
+directory's files (:mod:`conformance.report.evidence`), relative to ``out_dir``. With
+``publish``, those files are first copied into ``out_dir/runs/<cell>/`` and linked there: the
+directory is then the whole site (what ``conformance report --publish DIR`` writes and the
+nightly workflow uploads to GitHub Pages), with no link outside it, so it works from a
+``file://`` path as from a web server.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from pathlib import Path
 
 from conformance.pipeline.matrix import build_matrix
 from conformance.report import allure, html, junit, markdown
+from conformance.report.evidence import cell_links, publish_files
 
 
 def _atomic(path: Path, text: str) -> None:
@@ -22,13 +30,17 @@ def _atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def write_site(verdicts: list[dict], out_dir: Path, timelines: dict[str, dict] | None = None) -> dict:
+def write_site(verdicts: list[dict], out_dir: Path, timelines: dict[str, dict] | None = None,
+               publish: bool = False) -> dict:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    if publish:
+        publish_files(verdicts, out_dir)
+    links = {v["run"]: cell_links(v, out_dir, published=publish) for v in verdicts}
     matrix = build_matrix(verdicts)
     _atomic(out_dir / "matrix.json", json.dumps(matrix, indent=1, sort_keys=True, default=str) + "\n")
-    _atomic(out_dir / "summary.md", markdown.render(verdicts, matrix))
-    _atomic(out_dir / "junit.xml", junit.render(verdicts))
-    allure.write(verdicts, out_dir / "allure-results")
-    _atomic(out_dir / "index.html", html.render(verdicts, matrix, timelines or {}))
+    _atomic(out_dir / "summary.md", markdown.render(verdicts, matrix, links))
+    _atomic(out_dir / "junit.xml", junit.render(verdicts, links))
+    allure.write(verdicts, out_dir / "allure-results", links)
+    _atomic(out_dir / "index.html", html.render(verdicts, matrix, timelines or {}, links))
     return matrix
