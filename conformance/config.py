@@ -33,7 +33,6 @@ GO_DIR: Path = CACHE_DIR / "go"              # GOPATH (module cache) for Go buil
 JAVA_DIR: Path = CACHE_DIR / "java"          # java/harness.jar, java/kafka-clients-<v>/*.jar
 SARAMA_DIR: Path = CACHE_DIR / "sarama"      # sarama/<version>/harness
 VENVS_DIR: Path = CACHE_DIR / "venvs"        # venvs/<kind>-<version>/
-SPARK_DRIVER_DIR: Path = CACHE_DIR / "spark-driver"  # spark-<pyspark>-<key>{-rules.jar,.jsa} (pipeline.driver_jvm)
 
 # ---------------------------------------------------------------------------
 # Pinned versions. Resolved from the registries, not guessed (late 2026).
@@ -112,94 +111,19 @@ SPARK_CONF: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.files.maxPartitionBytes": str(256 * 1024 * 1024),
-    # The staged history lines are written partitioned by kind (good, bad, blank): one writer
-    # per kind in each task, rather than sorting every line by kind first.
-    "spark.sql.maxConcurrentOutputFileWriters": "3",
     # PySpark records the Python call site of every Column operation (JVM round trips and a stack
     # walk: ~1 ms per operation, measured) when the first operation of the process runs on a thread with an
     # active session; off, the pipeline's speed no longer depends on which thread that is.
     "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
 SPARK_LOG_LEVEL: str = "WARN"
-#: Inputs (histories + wire captures) up to this many bytes are judged as a small batch: the
-#: SQL settings below apply for that judge call (tiny data: per-stage latency dominates, so no
-#: code generation, no adaptive re-planning, one shuffle partition). Measured in bench/pipeline_small.py.
-PIPELINE_SMALL_INPUT_BYTES: int = int(os.environ.get("CONFORMANCE_PIPELINE_SMALL_BYTES", str(64 * 1024 * 1024)))
-#: Optimizer rules a small batch skips: each rewrites none of the pipeline's plans (0 effective runs
-#: of each, RuleExecutor.dumpTimeSpent, judging a real 5-member run), yet each walks every plan
-#: the driver optimizes (~0.5 s of rule time in all). Plans depend on the code, not on the data, so
-#: no input makes them effective; all are optimizations (Spark refuses to skip the rules results
-#: need). Real 5-member run, 8 alternating pairs: 10.77 -> 10.58 s (faster in 7 of 8).
-PIPELINE_SMALL_SKIPPED_RULES: tuple[str, ...] = tuple(
-    [f"org.apache.spark.sql.catalyst.optimizer.{name}" for name in (
-        "RemoveRedundantAliases", "MergeScalarSubqueries", "FoldablePropagation", "OptimizeOneRowRelationSubquery",
-        "SimplifyBinaryComparison", "BooleanSimplification", "ConstantPropagation", "PushProjectionThroughUnion",
-        "ReorderJoin", "ReplaceNullWithFalseInPredicate", "CombineTypedFilters", "GenerateOptimization",
-        "OptimizeUpdateFields", "ReorderAssociativeOperator", "NullDownPropagation")]
-    + ["org.apache.spark.sql.execution.dynamicpruning.PartitionPruning",
-       "org.apache.spark.sql.execution.datasources.SchemaPruning"])
-PIPELINE_SMALL_SQL_CONF: dict[str, str] = {
-    "spark.sql.adaptive.enabled": "false",
-    "spark.sql.codegen.wholeStage": "false",
-    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
-    "spark.sql.shuffle.partitions": "1",
-    # No inferred filters from constraints: planning ~40 deep queries is a large part of a small
-    # batch (the combined action's planning 0.64-0.77 -> 0.44-0.56 s); results are the same.
-    "spark.sql.constraintPropagation.enabled": "false",
-    # No runtime bloom filters: each is a job of its own and a 1 MB value inside every task of the
-    # query using it (the combined action's task binary: 14.2 MB with them on a real 5-member run).
-    "spark.sql.optimizer.runtime.bloomFilter.enabled": "false",
-    "spark.sql.optimizer.excludedRules": ",".join(PIPELINE_SMALL_SKIPPED_RULES),
-}
-#: Joins of a small batch are planned without broadcasts (automatic ones, and the pipeline's own
-#: hints: conformance.pipeline.ingest.broadcast): each broadcast is a Spark job of its own (~60 jobs in
-#: the checks' combined action on a real 5-member run), while a join of one-partition tables needs
-#: no shuffle at all.
-PIPELINE_SMALL_JOIN_CONF: dict[str, str] = {"spark.sql.autoBroadcastJoinThreshold": "-1"}
-#: Tasks of the final stage of a small batch's combined checks action (conformance.pipeline.batch):
-#: each task deserialises the whole combined plan, so a few (the machine's cores) beat one per query.
-PIPELINE_SMALL_RESULT_TASKS: int = 2
-#: Driver JVM flags when a process's session is first started for a small batch on a local
-#: master: C1 only and the serial collector start faster (measured: JVM start 3.1 -> 2.5 s,
-#: first job 1.8 -> 1.4 s); a process that starts Spark for large inputs keeps the full JIT. The code
-#: cache keeps its full size: C1 alone gets 48 MB, which a later large batch's generated code fills
-#: (the JVM then dies with "Out of space in CodeCache"). Methods are compiled after 15 calls rather
-#: than 200 (the Tier3 thresholds a tenth of their defaults): a small judge's JVM lives ~10 s and most
-#: of Spark's code runs a few dozen times in it, so compiling early moves work from the interpreter
-#: to the compiler threads, which use an otherwise idle core (small real run: 8.95 -> 8.83 s and
-#: 9.60 -> 9.14 s means over 6 alternating pairs each, in a calm and a busy hour). One compiler
-#: thread, not the two the JVM picks for 2 cores: once the executors and the driver keep both cores
-#: busy, a second compiler thread takes CPU from them (real 5-member run, 6 MB of input: faster in
-#: 12 of 14 pairs in both orders, 12.34 -> 11.70 s and 12.18 -> 11.82 s means; compiler CPU 4.2 -> 3.8 s).
-#: The heap starts at its maximum (the driver memory) rather than growing from ~1/64 of the machine's:
-#: the young generation, a third of the heap, is then ~340 MB from the start, and the 6 MB real run
-#: makes 12 young collections instead of 30. Metaspace may reach 256 MB before it triggers a
-#: collection: at the default (~21 MB) a small judge stopped for a full collection (180-240 ms) when
-#: its loaded classes crossed it. Real 5-member run: stop-the-world pauses 754 -> 475 ms in all;
-#: 14 alternating pairs, judge 10.17 -> 9.94 s mean, faster in 11. Seven real runs judged at once
-#: (53 MB, still small): 1652 -> 1056 ms of pauses, no full collection left. The generations keep
-#: their sizes relative to the heap: a fixed 600 MB young generation did better on the 6 MB run but
-#: left too little old generation for the 53 MB batch (five full collections, judge 24.4 -> 26.9 s).
-#: Objects that survive one young collection move to the old generation at once
-#: (MaxTenuringThreshold=0) rather than being copied between survivor spaces up to 15 times: a
-#: judge's JVM lives seconds, and its old generation (~680 MB) was collected in no small batch
-#: measured. Pauses: 6 MB run 470 -> 381 ms, 53 MB batch 1056 -> 791 ms, neither with a full
-#: collection; judge time, 14 alternating pairs: 10.76 -> 10.53 s mean, faster in 7 of 14 (the
-#: ~0.1 s is below the host's noise; the pauses are the evidence).
-PIPELINE_SMALL_DRIVER_JAVA_OPTIONS: str = ("-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=240m"
-                                           " -XX:Tier3InvocationThreshold=15 -XX:Tier3MinInvocationThreshold=8"
-                                           " -XX:Tier3CompileThreshold=150 -XX:Tier3BackEdgeThreshold=4000"
-                                           " -XX:CICompilerCount=1"
-                                           f" -Xms{SPARK_CONF['spark.driver.memory']} -XX:MetaspaceSize=256m"
-                                           " -XX:MaxTenuringThreshold=0")
-#: Driver JVM flags when a process's session is first started for a large batch on a local master:
-#: the optimising compiler (C2) takes a method after 10x the default calls and loops. At 10M events
-#: it compiled 57-61 CPU-s of a ~250 CPU-s judge on 2 cores, competing with the executor threads,
-#: most of it lukewarm code (the checks' ~40 queries each generate their own); hot loops (the JSON
-#: parse, Parquet writes, sorts) still reach it early. 10M events, 3 alternating pairs (judge and
-#: Spark start): 140.3 -> 134.9, 134.8 -> 127.0, 130.8 -> 118.8 s; compiler CPU 57-61 -> 43-45 s.
-PIPELINE_LARGE_DRIVER_JAVA_OPTIONS: str = ("-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000"
-                                           " -XX:Tier4CompileThreshold=60000 -XX:Tier4BackEdgeThreshold=400000")
+#: Inputs (histories + wire captures) up to this many bytes are kept in one partition per table
+#: (conformance.pipeline.derived.pin): joins and aggregations over them then need no shuffle.
+PIPELINE_ONE_PARTITION_BYTES: int = int(os.environ.get("CONFORMANCE_PIPELINE_ONE_PARTITION_BYTES", str(64 * 1024 * 1024)))
+#: Tasks of the final stage of the checks' combined action over one-partition tables
+#: (conformance.pipeline.batch): each task deserialises the whole combined plan, so the machine's
+#: cores, not one task per query.
+PIPELINE_RESULT_TASKS: int = 2
 #: Assignor protocol names that make a generation cooperative (KIP-429).
 COOPERATIVE_ASSIGNORS: tuple[str, ...] = ("cooperative-sticky",)
 #: Assignors whose moves L4 (stickiness) judges.
@@ -324,5 +248,3 @@ REFERENCE_METADATA_REFRESH_MS: int = 2_000
 REFERENCE_SLOW_SYNC_DELAY_MS: int = 3_000
 #: Assignors whose assignments L3 expects balanced (range is per topic and may not be).
 BALANCED_ASSIGNORS: tuple[str, ...] = ("cooperative-sticky", "sticky", "roundrobin")
-#: Driver threads submitting independent Spark jobs (writes, checks) at once.
-PIPELINE_THREADS: int = int(os.environ.get("CONFORMANCE_PIPELINE_THREADS", "4"))

@@ -9,6 +9,7 @@ rename it into place); nothing is fetched from outside the package registries.
 from __future__ import annotations
 
 import argparse
+import shutil
 import time
 
 from conformance import config
@@ -28,7 +29,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from conformance.cluster import install as cluster_install
     from conformance.members import install as member_install
-    from conformance.pipeline import driver_jvm
 
     if args.all:
         brokers = list(config.BROKER_VERSIONS)
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     if args.all:  # a tool of the project's tests (tests/test_workflows.py), not of runs
         from conformance.actionlint import ensure_actionlint
         ensure_actionlint()
-    archive = driver_jvm.ensure_archive()
-    print(f"setup: Spark driver rule and class archive: {archive or 'skipped (no java or javac on PATH)'}")
+    # Earlier versions built a Spark driver jar and class archive (~170 MB each) here; nothing uses them now.
+    shutil.rmtree(config.CACHE_DIR / "spark-driver", ignore_errors=True)
     print(f"setup: ready in {time.monotonic() - started:.1f}s (cache: {config.CACHE_DIR})")
     return 0

@@ -1,9 +1,4 @@
-"""CollectBatcher: batched collects give exactly what ``df.collect()`` gives (real Spark).
-
-Every test runs both ways of building the combined action: the driver jar's
-``CollectUnion`` (on the class path once setup built the jar) and the SQL
-union of temporary views used without it.
-"""
+"""CollectBatcher: batched collects give exactly what ``df.collect()`` gives (real Spark)."""
 
 from __future__ import annotations
 
@@ -11,7 +6,6 @@ import math
 
 import pytest
 
-from conformance.pipeline import batch, driver_jvm
 from conformance.pipeline.batch import CollectBatcher, _portable
 from conformance.pipeline.session import get_session
 
@@ -19,18 +13,6 @@ from conformance.pipeline.session import get_session
 @pytest.fixture(scope="module")
 def spark():
     return get_session()
-
-
-@pytest.fixture(params=["helper", "views"], autouse=True)
-def way(request, spark, monkeypatch):
-    """Which combined action the batchers of a test build."""
-    if request.param == "views":
-        monkeypatch.setattr(batch, "collect_union", lambda spark: None)
-    elif batch.collect_union(spark) is None:
-        if driver_jvm._java("javac") is None:
-            pytest.skip("no javac: the driver jar cannot be built here")
-        pytest.fail("the driver jar's CollectUnion is not on the session's class path (run `conformance setup`)")
-    return request.param
 
 
 def _typed(spark):

@@ -1,7 +1,7 @@
 """ingest.read_histories: every line of every history file lands in the events or in the malformed
 table with its file and exact line number, under any path (a space, '+', '%', non-ASCII), both when
 lines meet their files by the names the scan listed and when (the fallback) each line's file name
-is decoded; staged as Parquet or kept in memory alike."""
+is decoded."""
 
 from __future__ import annotations
 
@@ -17,15 +17,14 @@ from conformance.pipeline.synth import malformed_story
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.parametrize("keep", [None, pin], ids=["staged", "in-memory"])
 @pytest.mark.parametrize("decode_each_line", [False, True], ids=["listed-names", "decoded-names"])
-def test_every_history_line_lands_once(tmp_path, monkeypatch, keep, decode_each_line):
+def test_every_history_line_lands_once(tmp_path, monkeypatch, decode_each_line):
     spark = get_session()
     run_dir = malformed_story(tmp_path / "odd dir+100% é", "odd")
     if decode_each_line:   # no listed name decodes to a path asked for: the fallback must take over
         monkeypatch.setattr(ingest, "_path_of_uri", lambda uri: "/nowhere")
     files = ingest.stage([run_dir]).files
-    events, malformed = ingest.read_histories(spark, files, tmp_path / "staging", keep)
+    events, malformed = ingest.read_histories(spark, files, tmp_path / "staging", pin)
 
     expected: dict[str, int] = {}
     for f in files:

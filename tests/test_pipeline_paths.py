@@ -1,5 +1,5 @@
-"""The two ways of judging give the same verdicts: small batches (every table pinned in memory,
-Parquet written while the checks run) and large ones (tables staged as Parquet and read back).
+"""Judging gives the same verdicts whether the tables are pinned as one partition (small inputs)
+or keep their partitions (large ones, config.PIPELINE_ONE_PARTITION_BYTES).
 
 The whole hand-made story catalog (a clean cell, one cell per break, eager, malformed, a bad
 manifest) is judged each way in one call; everything a verdict says must be equal, and both write
@@ -23,7 +23,7 @@ def _meaning(verdicts: list[dict]) -> dict:
             for v in verdicts}
 
 
-def test_small_and_staged_judging_agree(tmp_path, monkeypatch):
+def test_one_partition_and_partitioned_judging_agree(tmp_path, monkeypatch):
     runs = tmp_path / "runs"
     dirs = [cooperative_story(runs, "clean")]
     dirs += [cooperative_story(runs, f"break-{name}", break_=name, scenario=f"break-{name}") for name in BREAKS]
@@ -31,19 +31,16 @@ def test_small_and_staged_judging_agree(tmp_path, monkeypatch):
              bad_manifest_story(runs, "bad-manifest")]
     phases_small: dict = {}
     small = judge(dirs, tmp_path / "small", phases=phases_small)
-    monkeypatch.setattr(config, "PIPELINE_SMALL_INPUT_BYTES", -1)
+    monkeypatch.setattr(config, "PIPELINE_ONE_PARTITION_BYTES", -1)
     phases_staged: dict = {}
     staged = judge(dirs, tmp_path / "staged", phases=phases_staged)
-    assert phases_small["small"] is True and phases_staged["small"] is False
-    assert "derive" in phases_staged and "derive" not in phases_small   # the two paths really ran
+    assert phases_small["one_partition"] is True and phases_staged["one_partition"] is False
     assert _meaning(small) == _meaning(staged)
     assert {v["verdict"] for v in small} >= {"pass", "fail", "malformed"}   # not a trivially equal pair
     written = {p.name for p in (tmp_path / "small" / "tables").iterdir()}
     assert written == {p.name for p in (tmp_path / "staged" / "tables").iterdir()}
     assert {"events", "ownership", "generations", "incarnations", "malformed"} <= written
-    # Every table holds the same rows either way (the small path parses the histories in memory,
-    # the staged path reads them back from the Parquet it staged, whose files also keep the
-    # staging's own columns: compared on the small path's columns).
+    # Every table holds the same rows either way.
     from conformance.pipeline.session import get_session
 
     spark = get_session()

@@ -20,7 +20,7 @@ Guarantees:
 - If the combined action fails, every pending DataFrame is collected on its
   own, so that one failing query raises only in the task that asked for it.
 - Results come back in task order; a task's exception is returned, not
-  raised (as :func:`conformance.pipeline.parallel.run_all`).
+  raised.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ import time
 import uuid
 from typing import Any, Callable, Sequence
 
-from conformance.pipeline.session import jar_class, name_jobs
 
 _SIMPLE = {"StringType", "IntegerType", "LongType", "ShortType", "ByteType", "DoubleType", "FloatType", "BooleanType",
            "NullType"}
@@ -88,11 +87,6 @@ def _decode_rows(texts: list[str], schema) -> list:
     return out
 
 
-def collect_union(spark):
-    """The driver's ``conformance.pipeline.CollectUnion`` class, or None when it is not on the class path."""
-    return jar_class(spark, "CollectUnion")
-
-
 class CollectBatcher:
     """Serves the collects of concurrently running tasks with one action per round (see module docstring)."""
 
@@ -108,11 +102,7 @@ class CollectBatcher:
         self._pending: list[dict] = []
         self.rounds = 0          # combined actions run
         self.singles = 0         # DataFrames collected on their own
-        self.plan_s = 0.0
         self.log: list[dict] = []  # per round: DataFrames served, seconds waiting for the tasks, seconds serving
-        #: The driver's :class:`CollectUnion` (``jvm/CollectUnion.java``, on the class path once setup built
-        #: the rule jar), or None: the combined action is then a SQL union of temporary views.
-        self.helper = collect_union(spark)
 
     # -- what tasks call ---------------------------------------------------------------------
     def collect(self, df) -> list:
@@ -134,7 +124,7 @@ class CollectBatcher:
                 self._waiting -= 1
         finally:
             for r in reqs:
-                if r["keyed"] is not None and r["keyed"][1] is not None:
+                if r["keyed"] is not None:
                     self.spark.catalog.dropTempView(r["keyed"][1])
         for r in reqs:
             if r["error"] is not None:
@@ -154,7 +144,6 @@ class CollectBatcher:
         def body(i: int, task: Callable[[], Any]) -> None:
             self._local.batcher = self
             try:
-                name_jobs()
                 results[i] = task()
             except Exception as exc:  # returned to the caller, who turns it into "unknown"
                 results[i] = exc
@@ -180,8 +169,7 @@ class CollectBatcher:
             t1 = time.perf_counter()
             self._serve(batch)
             t2 = time.perf_counter()
-            self.log.append({"dataframes": len(batch), "wait_s": round(t1 - t0, 3), "serve_s": round(t2 - t1, 3),
-                             "plan_s": round(self.plan_s, 3)})
+            self.log.append({"dataframes": len(batch), "wait_s": round(t1 - t0, 3), "serve_s": round(t2 - t1, 3)})
             t0 = t2
             with self._cond:
                 self._cond.notify_all()
@@ -192,8 +180,7 @@ class CollectBatcher:
     def _keyed(self, df):
         """``(schema, view)`` for the combined action, or None when ``df`` must be collected alone.
 
-        With :attr:`helper`, ``view`` is None: the helper wraps ``df`` when the round is served.
-        Without it, ``view`` is a temporary view of ``df`` as (``o``, ``v``): ``v`` a row as JSON,
+        ``view`` is a temporary view of ``df`` as (``o``, ``v``): ``v`` a row as JSON,
         ``o`` ordering the rows as ``collect()`` would (partition, then position), whatever order
         the combined action returns them in. Made in the asking task's thread (analysing a deep
         plan costs driver time: the tasks' threads do it side by side, not one by one when the
@@ -205,8 +192,6 @@ class CollectBatcher:
             schema = df.schema
             if not _portable(schema):
                 return None
-            if self.helper is not None:
-                return schema, None
             view = f"__collect_{uuid.uuid4().hex}"
             (df.toDF(*[f"c{j}" for j in range(len(schema.fields))])
              .select(F.monotonically_increasing_id().alias("o"), F.to_json(F.struct("*")).alias("v"))
@@ -223,15 +208,12 @@ class CollectBatcher:
                 self._single(req)
                 continue
             schema, view = req["keyed"]
-            combined.append((i, req["df"] if view is None else view))
+            combined.append((i, view))
             keyed[i] = (req, schema, [])
         if combined:
             self.rounds += 1
             try:
                 union = self._union(combined)
-                t0 = time.perf_counter()
-                union._jdf.queryExecution().executedPlan()   # planning, timed apart from running
-                self.plan_s += time.perf_counter() - t0
                 for row in sorted(union.collect(), key=lambda r: (r["k"], r["o"])):
                     keyed[row["k"]][2].append(row["v"])
                 for req, schema, texts in keyed.values():
@@ -242,17 +224,10 @@ class CollectBatcher:
                     req["rows"] = None
                     self._single(req)
 
-    def _union(self, parts: list[tuple[int, Any]]):
-        """One DataFrame (k, o, v) of every row of ``parts``: (k, DataFrame) pairs, wrapped by
-        :attr:`helper`, or (k, temporary view of o, v) pairs, unioned by one SQL UNION ALL
-        (analysed once, where chaining ``unionAll`` re-analyses the growing plan at every step).
-        Coalesced to ``result_tasks``."""
-        from pyspark.sql import DataFrame
-
-        if self.helper is not None:
-            jdf = self.helper.of(self.spark._jsparkSession, [df._jdf for _k, df in parts], [k for k, _df in parts],
-                                 self.result_tasks or 0)
-            return DataFrame(jdf, self.spark)
+    def _union(self, parts: list[tuple[int, str]]):
+        """One DataFrame (k, o, v) of every row of ``parts``: (k, temporary view of o, v) pairs, unioned
+        by one SQL UNION ALL (analysed once, where chaining ``unionAll`` re-analyses the growing plan at
+        every step). Coalesced to ``result_tasks``."""
         union = self.spark.sql(" UNION ALL ".join(f"SELECT {k} AS k, o, v FROM {view}" for k, view in parts))
         return union if self.result_tasks is None else union.coalesce(self.result_tasks)
 

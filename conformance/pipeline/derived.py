@@ -21,18 +21,15 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
 
 from conformance import config
-from conformance.pipeline.ingest import TABLE_NAMES, read_back, with_incarnation
-from conformance.pipeline.parallel import run_all_or_raise
+from conformance.pipeline.ingest import TABLE_NAMES, with_incarnation
 
 
 @dataclass
@@ -57,8 +54,10 @@ class Tables:
     partitions: DataFrame = None
     #: What serves the checks' collects (a :class:`conformance.pipeline.batch.CollectBatcher`); None: plain collect().
     collector: Any = None
-    #: Pin the pieces several checks share (:meth:`shared`) in memory (:func:`pin`; small inputs).
+    #: Pin the pieces several checks share (:meth:`shared`) in memory (:func:`pin`).
     pin_shared: bool = False
+    #: :func:`pin` into one partition (small inputs: joins and aggregations then need no shuffle).
+    one_partition: bool = True
     _shared: dict = field(default_factory=dict, repr=False)
     _shared_lock: Any = field(default_factory=threading.RLock, repr=False)  # re-entrant: pieces build on pieces
 
@@ -76,7 +75,7 @@ class Tables:
             if df is None:
                 df = build()
                 if self.pin_shared:
-                    df = pin(df)
+                    df = pin(df, self.one_partition)
                 elif heavy:
                     df = df.persist()
                 self._shared[name] = df
@@ -100,13 +99,13 @@ class Tables:
         return self.collector.collect_many(*dfs) if self.collector is not None else [df.collect() for df in dfs]
 
 
-def pin(df: DataFrame) -> DataFrame:
-    """``df`` computed once, when first used, into memory as one partition (a lazy local
-    checkpoint: later queries over it see a leaf, so planning them neither re-plans ``df`` nor
-    searches the cache; one partition: aggregations and joins over pinned tables need no shuffle,
-    with :mod:`conformance.pipeline.driver_jvm`'s rule for joins over inner joins too).
-    Spark frees the blocks once the DataFrame is garbage (its ContextCleaner)."""
-    return df.coalesce(1).localCheckpoint(eager=False)
+def pin(df: DataFrame, one_partition: bool = True) -> DataFrame:
+    """``df`` computed once, when first used, and kept by the executors (a lazy local checkpoint:
+    later queries over it see a leaf, so planning them neither re-plans ``df`` nor searches the
+    cache). With ``one_partition`` (small inputs) it is kept as one partition, which satisfies
+    every distribution a join or an aggregation asks for: queries over pinned tables then need no
+    shuffle. Spark frees the blocks once the DataFrame is garbage (its ContextCleaner)."""
+    return (df.coalesce(1) if one_partition else df).localCheckpoint(eager=False)
 
 
 def is_pinned(df: DataFrame) -> bool:
@@ -126,29 +125,15 @@ FIRST_WAVE = ("events_inc", "run_end", "incarnations", "member_ids", "partitions
 SECOND_WAVE = ("ownership", "generations", "leader_assignments")
 
 
-def load(spark, paths: dict[str, str]) -> Tables:
-    """Read the ingested tables (``ingest.TABLE_NAMES``) back; :data:`WAVES` builds the derived ones."""
-    known = json.loads(paths.get("__schemas__") or "{}")
-    return Tables(**{n: read_back(spark, paths[n], StructType.fromJson(known[n])) if n in known
-                     else spark.read.parquet(paths[n]) for n in TABLE_NAMES})
-
-
 def in_memory(inputs: dict[str, DataFrame], keep: Callable[[DataFrame], DataFrame]) -> Tables:
     """Every table (inputs, both waves) from input DataFrames, each passed through ``keep``
-    (e.g. :func:`pin`) as it is defined, so that each later table builds on kept ones.
-    The tables of one wave are kept from a few driver threads at once (pinning plans each
-    table: driver work that otherwise runs one table at a time while the other core idles)."""
-    t = Tables(**_keep_all({n: inputs[n] for n in TABLE_NAMES}, keep))
+    (e.g. :func:`pin`) as it is defined, so that each later table builds on kept ones."""
+    t = Tables(**{n: keep(inputs[n]) for n in TABLE_NAMES})
     for wave, build in WAVES:
         build(t)
-        for name, df in _keep_all({name: getattr(t, name) for name in wave}, keep).items():
-            setattr(t, name, df)
+        for name in wave:
+            setattr(t, name, keep(getattr(t, name)))
     return t
-
-
-def _keep_all(tables: dict[str, DataFrame], keep: Callable[[DataFrame], DataFrame]) -> dict[str, DataFrame]:
-    """``keep`` of every table (name -> kept DataFrame), concurrently; raises the first failure."""
-    return dict(zip(tables, run_all_or_raise([lambda df=df: keep(df) for df in tables.values()])))
 
 
 def load_first(t: Tables) -> Tables:

@@ -1,4 +1,5 @@
-"""Ingestion: run directories -> typed tables (Parquet under ``out_dir/tables``).
+"""Ingestion: run directories -> typed input tables (DataFrames; :func:`write_tables` writes them
+as Parquet under ``out_dir/tables``).
 
 Input: RunDirs (contract sections 4-6; histories per :mod:`conformance.history`).
 The small inputs (manifest, nemesis log, wire capture) are read in Python; the
@@ -36,7 +37,6 @@ read still gets a cell (scenario "unknown") so that its verdict says why.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +47,6 @@ from conformance.history import COMMON_FIELDS, EVENT_FIELDS
 from conformance.nemesis import FAULTS, PHASES
 from conformance.pipeline import schemas
 from conformance.pipeline.manifest import TIMING_FIELDS, read_manifest
-from conformance.pipeline.parallel import run_all_or_raise, run_in_thread
 from conformance.pipeline.wire import decode_wire
 
 
@@ -177,26 +176,6 @@ def _stage_nemesis(run: str, path: Path, st: Staged) -> None:
                 st.malformed.append({"run": run, "file": str(path), "line": number, "problem": str(exc)})
 
 
-def nullable(schema):
-    """``schema`` with every field (nested too) nullable: the schema Spark infers for Parquet it wrote."""
-    from pyspark.sql.types import ArrayType, MapType, StructField, StructType
-
-    if isinstance(schema, StructType):
-        return StructType([StructField(f.name, nullable(f.dataType), True, f.metadata) for f in schema.fields])
-    if isinstance(schema, ArrayType):
-        return ArrayType(nullable(schema.elementType), True)
-    if isinstance(schema, MapType):
-        return MapType(nullable(schema.keyType), nullable(schema.valueType), True)
-    return schema
-
-
-def read_back(spark, path: str, schema):
-    """``spark.read.parquet(path)`` of Parquet just written from a DataFrame of ``schema``, without
-    the schema inference job Spark runs otherwise (one job per read: ~50 ms each on small inputs).
-    Same schema as inferred: Parquet keeps the Spark schema, and every column reads back nullable."""
-    return spark.read.schema(nullable(schema)).parquet(path)
-
-
 def broadcast(df):
     """``F.broadcast(df)`` (a join hint), unless the session plans joins without broadcasts
     (``autoBroadcastJoinThreshold`` -1: small batches, where each broadcast is a Spark job of its
@@ -253,19 +232,12 @@ def _history_problem(F):
     return expr
 
 
-def read_histories(spark, files: list[dict], tmp: Path, keep: Callable | None = None):
+def read_histories(spark, files: list[dict], tmp: Path, keep: Callable):
     """(events, malformed) DataFrames from every member history file, by Spark.
 
-    The text is read and parsed once. Without ``keep`` the parsed lines are
-    staged as Parquet (``tmp/lines``, a Spark job run before this returns),
-    partitioned by ``kind`` (good, bad, blank): the good partition holds the
-    events in their final columns (plus ``_part`` and ``problem``,
-    which the events schema does not read), so :func:`place_staged` makes it
-    the events table by a rename, not a rewrite; malformed lines are a cheap
-    read of the bad partition. With ``keep`` (small batches: e.g.
-    :func:`conformance.pipeline.derived.pin`) the parsed lines are ``keep(lines)``
-    and nothing runs before this returns: the parse happens when a later job
-    first needs the lines, while the driver goes on defining what reads them.
+    The text is read and parsed once: the parsed lines are ``keep(lines)``
+    (e.g. :func:`conformance.pipeline.derived.pin`), and nothing runs before
+    this returns: the parse happens when a later job first needs the lines.
     None for events when there is no history.
     """
     from pyspark.sql import Window
@@ -316,38 +288,15 @@ def read_histories(spark, files: list[dict], tmp: Path, keep: Callable | None = 
         offs.alias("offsets"), "j.error", "j.fatal"]
     kind = F.when(F.col("_blank"), "blank").when(F.col("problem").isNotNull(), "bad").otherwise("good")
     lines = parsed.select(*event_columns, "_part", "problem", kind.alias("kind"))
-    lines_schema = lines.schema
-    events_schema = StructType(lines_schema.fields[:len(event_columns)])
-    if keep is not None:
-        lines = keep(lines)
-    else:
-        staged = tmp / "lines"
-        lines.write.mode("overwrite").partitionBy("kind").parquet(str(staged))
-        lines = read_back(spark, str(staged), lines_schema)
+    events_schema = StructType(lines.schema.fields[:len(event_columns)])
+    lines = keep(lines)
     splits = lines.groupBy("run", "file", "_part").agg(F.min("line").alias("_first"), F.count("*").alias("_n"))
     splits = splits.withColumn("_before", F.coalesce(F.sum("_n").over(
         Window.partitionBy("run", "file").orderBy("_first").rowsBetween(Window.unboundedPreceding, -1)), F.lit(0)))
     malformed = (lines.where(F.col("kind") == "bad")
                  .join(broadcast(splits), ["run", "file", "_part"])
                  .select("run", "file", (F.col("line") - F.col("_first") + F.col("_before") + 1).alias("line"), "problem"))
-    if keep is not None:
-        return lines.where(F.col("kind") == "good").select(*events_schema.fieldNames()), malformed
-    good = staged / "kind=good"
-    events = read_back(spark, str(good), events_schema) if good.is_dir() else None
-    return events, malformed
-
-
-def place_staged(staged: dict[str, str], tables_dir: Path) -> None:
-    """Move tables staged elsewhere (name -> directory, e.g. the good history lines, see
-    :func:`read_histories`) to ``tables_dir/<name>``, by a rename.
-
-    Call once the judge has read everything: Spark reads files lazily, by path.
-    """
-    for name, path in staged.items():
-        final = Path(tables_dir) / name
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(path, final)
+    return lines.where(F.col("kind") == "good").select(*events_schema.fieldNames()), malformed
 
 
 def with_incarnation(events):
@@ -377,13 +326,10 @@ TABLE_NAMES = ("cells", "members", "topics", "nemesis", "frames", "subscriptions
                "events", "malformed")
 
 
-def build(spark, run_dirs: list[Path], out_dir: Path,
-          keep: Callable | None = None) -> tuple[dict, dict[str, str], dict[str, str]]:
-    """The typed input tables as DataFrames (name -> DataFrame, in TABLE_NAMES order), the run id
-    of each run directory, and the tables already staged as Parquet (name -> directory: the events,
-    unless there are none or ``keep`` is given) that :func:`place_staged` moves under
-    ``out_dir/tables`` at the end. Nothing is written under ``out_dir/tables`` yet
-    (:func:`write_tables` writes the others). ``keep``: see :func:`read_histories`.
+def build(spark, run_dirs: list[Path], out_dir: Path, keep: Callable) -> tuple[dict, dict[str, str]]:
+    """The typed input tables as DataFrames (name -> DataFrame, in TABLE_NAMES order) and the run id
+    of each run directory. Nothing is written under ``out_dir/tables`` yet (:func:`write_tables`
+    does); ``out_dir/staging`` holds the small tables as JSON lines. ``keep``: see :func:`read_histories`.
     """
     out_dir = Path(out_dir)
     tables_dir = out_dir / "tables"
@@ -399,20 +345,17 @@ def build(spark, run_dirs: list[Path], out_dir: Path,
         "frames": (st.frames, schemas.FRAMES), "subscriptions": (st.subscriptions, schemas.SUBSCRIPTIONS),
         "assignments": (st.assignments, schemas.ASSIGNMENTS), "commits": (st.commits, schemas.COMMITS),
     }
-    # The histories' parse (a Spark job) runs while the driver defines the other tables.
-    histories = run_in_thread(lambda: read_histories(spark, st.files, tmp, keep))
     tables: dict = {}
     for name, (rows, schema) in staged.items():
         src = tmp / f"{name}.jsonl"
         _write_jsonl(src, rows)
         tables[name] = spark.read.schema(schema).json(str(src))
-    events, hist_malformed = histories.result()
-    staged_tables = {} if events is None or keep is not None else {"events": str(tmp / "lines" / "kind=good")}
+    events, hist_malformed = read_histories(spark, st.files, tmp, keep)
     tables["events"] = spark.createDataFrame([], _events_schema()) if events is None else events
     py_malformed = tmp / "malformed.jsonl"
     _write_jsonl(py_malformed, st.malformed)
     tables["malformed"] = spark.read.schema(schemas.MALFORMED).json(str(py_malformed)).unionByName(hist_malformed)
-    return tables, dict(st.run_ids), staged_tables
+    return tables, dict(st.run_ids)
 
 
 #: Tables written as one Parquet file each (small; the events keep their partitions).
@@ -420,32 +363,10 @@ _ONE_FILE = ("cells", "members", "topics", "nemesis", "frames", "subscriptions",
 
 
 def write_tables(tables: dict, tables_dir: Path) -> dict[str, str]:
-    """Write DataFrames as Parquet under ``tables_dir/<name>`` concurrently; return name -> path.
-
-    Raises the first write's exception after all writes have finished.
-    """
+    """Write DataFrames as Parquet under ``tables_dir/<name>``, one after the other; return name -> path."""
     paths = {name: str(Path(tables_dir) / name) for name in tables}
-    writes = [lambda name=name, df=df: (df.coalesce(1) if name in _ONE_FILE else df).write.mode("overwrite")
-              .parquet(paths[name]) for name, df in tables.items()]
-    run_all_or_raise(writes)
-    return paths
-
-
-def ingest(spark, run_dirs: list[Path], out_dir: Path) -> dict[str, str]:
-    """Write the typed input tables as Parquet under ``out_dir/tables``; return name -> path
-    (a staged table's path is its staging directory until :func:`place_staged` moves it; the
-    staged ones are under the key ``"__staged__"``, JSON: name -> path).
-
-    Also returns the run id of each run directory under the key ``"__runs__"``
-    (a JSON string), since a run id comes from its manifest, and the tables'
-    schemas under ``"__schemas__"`` (JSON: name -> Spark schema JSON).
-    """
-    tables, run_ids, staged = build(spark, run_dirs, out_dir)
-    paths = {**write_tables({n: df for n, df in tables.items() if n not in staged}, Path(out_dir) / "tables"), **staged}
-    paths["__runs__"] = json.dumps(run_ids)
-    paths["__staged__"] = json.dumps(staged)
-    # The tables' schemas, so that reading them back needs no inference job (:func:`read_back`).
-    paths["__schemas__"] = json.dumps({name: df.schema.jsonValue() for name, df in tables.items()})
+    for name, df in tables.items():
+        (df.coalesce(1) if name in _ONE_FILE else df).write.mode("overwrite").parquet(paths[name])
     return paths
 
 

@@ -24,26 +24,15 @@ Outputs under ``out_dir``: ``tables/`` (Parquet: the input tables and the
 derived ``ownership``, ``incarnations``, ``generations``) and
 ``verdicts.json``.
 
-Speed (bench/pipeline_small.py, bench/pipeline_throughput.py): the checks'
-collects are served by one Spark action per round
-(:class:`conformance.pipeline.batch.CollectBatcher`; one round unless a
-check's query depends on rows it collected). Two ways of judging, by size:
-
-- A batch whose histories and wire captures total more than
-  ``config.PIPELINE_SMALL_INPUT_BYTES`` is staged: the input tables are
-  written as Parquet and read back, then the derived tables in two waves.
-- A small batch is judged in memory: every table (inputs, derived, and the
-  pieces several checks share, :meth:`conformance.pipeline.derived.Tables.shared`)
-  is pinned (:func:`conformance.pipeline.derived.pin`: computed once, one
-  partition), and the same tables are written as Parquet in the background
-  while the driver builds, plans and runs the checks. It runs with
-  ``config.PIPELINE_SMALL_SQL_CONF`` and ``PIPELINE_SMALL_JOIN_CONF`` (no code
-  generation, no adaptive planning, no broadcasts: per-stage and per-job
-  latency dominates tiny data), and a process whose first judge is small
-  starts its driver JVM as :mod:`conformance.pipeline.session` says.
-
-Both ways give the same verdicts (tests/test_pipeline_paths.py; on real runs,
-bench/pipeline_verdict_digest.py compares).
+One path: ingest (:mod:`conformance.pipeline.ingest`) -> derive
+(:mod:`conformance.pipeline.derived`) -> checks (:data:`conformance.pipeline.checks.CATALOG`)
+-> verdicts (:func:`assemble`). Every table is pinned as it is defined
+(:func:`conformance.pipeline.derived.pin`: computed once, when first used; one
+partition when the batch's histories and wire captures total at most
+``config.PIPELINE_ONE_PARTITION_BYTES``). The checks' collects are served by
+one Spark action per round (:class:`conformance.pipeline.batch.CollectBatcher`;
+one round unless a check's query depends on rows it collected); the tables are
+written as Parquet in a background thread meanwhile.
 """
 
 from __future__ import annotations
@@ -51,8 +40,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from contextlib import contextmanager
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from conformance import config
@@ -61,8 +50,7 @@ from conformance.pipeline import derived, ingest, metrics
 from conformance.pipeline.batch import CollectBatcher
 from conformance.pipeline.checks import CATALOG
 from conformance.pipeline.checks.rules import RULES
-from conformance.pipeline.parallel import run_all_or_raise, run_in_thread
-from conformance.pipeline.session import get_session, name_jobs, restore_names
+from conformance.pipeline.session import get_session
 
 
 class Phases:
@@ -124,20 +112,6 @@ def allowed_counts(verdict: dict) -> dict[str, int]:
         for f in inv.get("allowed") or []:
             counts[f["allowed_by"]] = counts.get(f["allowed_by"], 0) + 1
     return {name: counts[name] for name in RULES if name in counts}
-
-
-def _materialize(spark, t: derived.Tables, tables_dir: Path) -> None:
-    """Build the derived tables wave by wave (:data:`derived.WAVES`), writing the shared ones once
-    and reading them back before the next wave (cuts recomputation); a wave's writes run concurrently.
-    """
-    for wave, build in derived.WAVES:
-        build(t)
-        written = [name for name in wave if name in _DERIVED_WRITTEN]
-        tasks = [lambda name=name: getattr(t, name).write.mode("overwrite").parquet(str(tables_dir / name))
-                 for name in written]
-        run_all_or_raise(tasks)
-        for name in written:
-            setattr(t, name, ingest.read_back(spark, str(tables_dir / name), getattr(t, name).schema))
 
 
 def assemble(cells: dict[str, dict], members: dict[str, list[str]], results: dict[str, list[dict] | BaseException],
@@ -205,24 +179,40 @@ def judge(run_dirs: list[Path], out_dir: Path, spark_master: str | None = None,
     """Judge every cell; see the module docstring. Never raises on bad input data.
 
     ``phases``, when given, receives the seconds spent per phase (Spark
-    start, ingest, derive, checks, ...) for benches.
+    start, ingest, checks, writes) for benches.
     """
     clock = Phases(phases)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    run_dirs = [Path(p) for p in run_dirs]
     size = input_bytes(run_dirs)
-    small = size <= config.PIPELINE_SMALL_INPUT_BYTES
-    spark = get_session(spark_master, small=small)
+    one_partition = size <= config.PIPELINE_ONE_PARTITION_BYTES
+    spark = get_session(spark_master)
     clock.lap("spark_start")
     if phases is not None:
         phases["input_bytes"] = size
-        phases["small"] = small
-    names = name_jobs()
-    try:
-        with sql_conf(spark, {**config.PIPELINE_SMALL_SQL_CONF, **config.PIPELINE_SMALL_JOIN_CONF} if small else {}):
-            return _judge(spark, run_dirs, out_dir, clock, phases, small)
-    finally:
-        restore_names(names)
+        phases["one_partition"] = one_partition
+
+    def keep(df):
+        return derived.pin(df, one_partition)
+
+    inputs, run_ids = ingest.build(spark, run_dirs, out_dir, keep)
+    t = derived.in_memory(inputs, keep)
+    t.pin_shared = True
+    t.one_partition = one_partition
+    clock.lap("ingest")
+    tables = {name: getattr(t, name) for name in (*ingest.TABLE_NAMES, *_DERIVED_WRITTEN)}
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tables") as writer:
+        writing = writer.submit(ingest.write_tables, tables, out_dir / "tables")
+        try:
+            result = _check(spark, t, run_ids, clock, phases,
+                            config.PIPELINE_RESULT_TASKS if one_partition else None)
+            writing.result()
+            clock.lap("writes")
+        finally:
+            t.release_shared()
+    _write_verdicts(result, out_dir)
+    return result
 
 
 def input_bytes(run_dirs: list[Path]) -> int:
@@ -236,62 +226,6 @@ def input_bytes(run_dirs: list[Path]) -> int:
             except OSError:
                 pass
     return total
-
-
-@contextmanager
-def sql_conf(spark, settings: dict[str, str]):
-    """Runtime SQL settings for the duration of the block; the previous values come back after."""
-    saved = {k: spark.conf.get(k, None) for k in settings}
-    try:
-        for k, v in settings.items():
-            spark.conf.set(k, v)
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
-
-
-def _judge(spark, run_dirs: list[Path], out_dir: Path, clock: "Phases", phases: dict | None, small: bool) -> list[dict]:
-    if small:
-        return _judge_in_memory(spark, run_dirs, out_dir, clock, phases)
-    paths = ingest.ingest(spark, [Path(p) for p in run_dirs], out_dir)
-    clock.lap("ingest")
-    t = derived.load(spark, paths)
-    _materialize(spark, t, out_dir / "tables")
-    clock.lap("derive")
-    try:
-        result = _check(spark, t, json.loads(paths["__runs__"]), clock, phases)
-    finally:
-        t.release_shared()
-    ingest.place_staged(json.loads(paths["__staged__"]), out_dir / "tables")
-    _write_verdicts(result, out_dir)
-    return result
-
-
-def _judge_in_memory(spark, run_dirs: list[Path], out_dir: Path, clock: "Phases", phases: dict | None) -> list[dict]:
-    """Small batches: every table is computed once into memory (one partition each) and the checks
-    run while the tables are written as Parquet, concurrently (the driver builds and plans the
-    checks' queries while the executors write). No Spark job runs before the writes start: the
-    histories are parsed by the first job that needs them (:func:`ingest.read_histories` with
-    ``keep``), not staged as Parquet while the driver waits, so every table is written here."""
-    inputs, run_ids, _nothing_staged = ingest.build(spark, [Path(p) for p in run_dirs], out_dir, derived.pin)
-    t = derived.in_memory(inputs, derived.pin)
-    t.pin_shared = True
-    clock.lap("ingest")
-    tables = {name: getattr(t, name) for name in (*ingest.TABLE_NAMES, *_DERIVED_WRITTEN)}
-    writing = run_in_thread(lambda: ingest.write_tables(tables, out_dir / "tables"))
-    try:
-        result = _check(spark, t, run_ids, clock, phases, config.PIPELINE_SMALL_RESULT_TASKS)
-        writing.result()
-        clock.lap("writes")
-    finally:
-        writing.wait()
-        t.release_shared()
-    _write_verdicts(result, out_dir)
-    return result
 
 
 #: Derived tables written under ``tables/`` (the others are steps towards these).
