@@ -20,7 +20,7 @@ from conformance import cli, config
 from conformance.members import versions
 from conformance.planning.matrix_file import load_matrix
 from conformance.planning.pairwise import Group, cover, covered_pairs, required_pairs
-from conformance.planning.plan import assign_shards, build_plan, load_plan, to_json, uncovered
+from conformance.planning.plan import assign_shards, build_plan, load_plan, plan_id, to_json, uncovered
 from conformance.scenarios import command
 from conformance.scenarios.matrix import MatrixResult
 
@@ -153,12 +153,22 @@ def test_plan_command_prints_cell_count_and_wall_per_shard_and_run_takes_one_sha
         code, _, err = run_cli(capsys, "run", "--plan", str(out), "--shard", f"{i}/4")
         assert code == 0, err
         cells, label = started[-1]
-        assert label == f"shard-{i}-of-4"
+        assert label == f"{plan_id(plan)}-shard-{i}-of-4"
         assert [c.cell_id for c in cells] == [p.cell().cell_id for p in plan.shard(i)]
         ran += [c.cell_id for c in cells]
     assert sorted(ran) == sorted(p.cell().cell_id for p in plan.cells)
     code, _, err = run_cli(capsys, "run", "--plan", str(out))
-    assert code == 0 and len(started[-1][0]) == len(plan.cells)
+    assert code == 0 and len(started[-1][0]) == len(plan.cells) and started[-1][1] == plan_id(plan)
+
+
+def test_a_plans_run_and_its_shards_are_one_matrix_run():
+    from conformance.pipeline.matrix import matrix_run_of
+    from conformance.rundir import new_run_id
+
+    names = [new_run_id("plan-0123456789ab"), new_run_id("plan-0123456789ab-shard-2-of-4")]
+    runs = {matrix_run_of({"run": "c", "run_dir": f"/x/{n}/runs/c"}) for n in names}
+    assert runs == {"plan-0123456789ab"}
+    assert matrix_run_of({"run": "c", "run_dir": "/x/20261126T010203Z-matrix-77/runs/c"}) == "20261126T010203Z-matrix-77"
 
 
 # --- bad input ------------------------------------------------------------------------------------

@@ -19,12 +19,17 @@ only such cells contributed to is "incomplete".
 
 Nightly runs: cells under ``<matrix-run>/runs/<cell>/`` belong to the matrix
 run ``<matrix-run>``; the trend of an entry lists its result per matrix run,
-ordered by run time (the earliest cell start of the run, else its id).
+ordered by run time (the earliest cell start of the run, else its id). The
+shards of one plan are one matrix run: ``conformance run --plan`` names its
+directory ``<stamp>-plan-<digest>[-shard-I-of-N]-<pid>``, and every such
+directory belongs to the matrix run ``plan-<digest>`` (:data:`PLAN_RUN`), so
+the shards' directories merged give the matrix one run of the same cells gives.
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -45,13 +50,19 @@ def pairs(members: list[str]) -> list[tuple[str, str]]:
     return sorted(set(out), key=lambda p: (_spec_sort_key(p[0]), _spec_sort_key(p[1])))
 
 
+#: The directory of a plan's run or of one of its shards (conformance.rundir.new_run_id of the
+#: label conformance.scenarios.command gives it); group 1 is the matrix run they all belong to.
+PLAN_RUN: re.Pattern[str] = re.compile(r"\d{8}T\d{6}Z-(plan-[0-9a-f]{12})(?:-shard-\d+-of-\d+)?-\d+")
+
+
 def matrix_run_of(verdict: dict) -> str:
     """The nightly/matrix run a cell belongs to (see the module docstring)."""
     d = verdict.get("run_dir")
     if d:
         p = Path(d)
         if p.parent.name == "runs":
-            return p.parent.parent.name
+            plan = PLAN_RUN.fullmatch(p.parent.parent.name)
+            return plan.group(1) if plan else p.parent.parent.name
     return verdict["run"]
 
 

@@ -21,6 +21,7 @@ file and raises one-line UsageErrors; :func:`parse_shard` reads ``I/N``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from dataclasses import asdict, dataclass
@@ -143,6 +144,12 @@ def to_json(plan: Plan) -> str:
     data = asdict(plan)
     data = {"plan": FORMAT, **data}
     return json.dumps(data, indent=1) + "\n"
+
+
+def plan_id(plan: Plan) -> str:
+    """``plan-<12 hex digits>``: a digest of the plan file's content, the name of the matrix run
+    that its shards' directories make together (:data:`conformance.pipeline.matrix.PLAN_RUN`)."""
+    return "plan-" + hashlib.sha256(to_json(plan).encode("utf-8")).hexdigest()[:12]
 
 
 def write_plan(plan: Plan, path: Path) -> None:

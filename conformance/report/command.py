@@ -1,4 +1,4 @@
-"""``conformance report RUNS_DIR... --out DIR [--spark-master URL] [--check]``.
+"""``conformance report RUNS_DIR... (--out DIR | --publish DIR) [--spark-master URL] [--check]``.
 
 Finds every run directory (a directory holding manifest.json) under the
 given paths, judges them all with the pipeline, and writes the report (see
@@ -11,7 +11,13 @@ that looks like a run directory (it sits in a matrix's ``runs/``, or holds
 a given path with no run directory in it, and a folder that cannot be read
 are each named on stderr, one line each with the reason, and the others are
 still reported (a skipped directory changes no exit status). ``--spark-master``
-and ``--out`` are checked before any judging starts.
+and ``--out`` / ``--publish`` are checked before any judging starts.
+
+Shards: given the run directories of several shards of one plan (``conformance run --plan
+--shard``), or any runs, the report is one matrix over all of them, as if one run had run
+their cells. ``--publish DIR`` writes the same report plus a copy of every linked run file
+(``DIR/runs/<cell>/``), so DIR is a static site complete in itself: what the nightly workflow
+uploads to GitHub Pages, and it works from a ``file://`` path.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 from conformance.errors import UsageError, one_line
@@ -35,6 +42,10 @@ that looks like a run but has no manifest.json (a run that stopped before its cl
 started), a path with no run in it, and a folder that cannot be read are named on
 stderr, one line each, and skipped; the others are still reported.
 
+The run directories of several shards of one plan (conformance run --plan --shard) are
+merged into one matrix. --publish DIR writes the report and a copy of every run file it links
+to into DIR: a static site complete in itself (GitHub Pages, or a file:// path).
+
 Exit 0 when the report is written; with --check, exit 1 when a cell did not pass;
 exit 2 on a usage error.
 """
@@ -48,7 +59,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("report", help="judge run directories and build the matrix, HTML, JUnit and allure reports",
                               description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("runs", nargs="+", type=Path, metavar="RUNS_DIR", help="run directories or folders holding them")
-    p.add_argument("--out", type=Path, required=True, help="where to write the report (created if missing)")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out", type=Path, help="where to write the report (created if missing); it links to the "
+                                                "run directories where they are")
+    where.add_argument("--publish", type=Path, metavar="DIR",
+                       help="write the report and a copy of the run files it links to: a static site in DIR")
     p.add_argument("--spark-master", default=None, metavar="URL", help=f"Spark master URL (default: local[*]): {FORMS}")
     p.add_argument("--check", action="store_true", help="exit 1 unless every cell passed")
     p.set_defaults(func=run)
@@ -86,9 +101,10 @@ def skipped_dirs(roots: list[Path], run_dirs: list[Path]) -> list[tuple[Path, st
     return skipped
 
 
-def build_report(runs: list[Path], out: Path, spark_master: str | None = None) -> tuple[list[dict], dict]:
+def build_report(runs: list[Path], out: Path, spark_master: str | None = None,
+                 publish: bool = False) -> tuple[list[dict], dict]:
     """Judge every run directory under ``runs`` and write the report into ``out``; name what is
-    skipped on stderr (one line each)."""
+    skipped on stderr (one line each). ``publish``: copy the linked run files into ``out`` too."""
     from conformance.pipeline import judge
     from conformance.pipeline.ingest import find_run_dirs
     from conformance.pipeline.timelines import timelines
@@ -103,19 +119,32 @@ def build_report(runs: list[Path], out: Path, spark_master: str | None = None) -
     if not run_dirs:
         raise UsageError(f"no manifest.json under {', '.join(map(str, runs))}: nothing to report "
                          "(run `conformance run` first, or point at a reports/<run-id> directory)")
-    out = ready_dir(Path(out), "--out")
+    if publish:
+        site = Path(out).resolve()
+        inside = next((d for d in run_dirs if site == Path(d).resolve() or site in Path(d).resolve().parents
+                       or Path(d).resolve() in site.parents), None)
+        if inside is not None:
+            raise UsageError(f"--publish {out}: it overlaps the run directory {inside}; give a folder outside "
+                             "the runs (the site gets its own copy of their files)")
+    out = ready_dir(Path(out), "--publish" if publish else "--out")
     for path, why in skipped_dirs([Path(r) for r in runs], run_dirs):
         print(one_line(f"conformance: skipped {path}: {why}"), file=sys.stderr)
-    verdicts = judge(run_dirs, out / "pipeline", spark_master)
-    matrix = write_site(verdicts, out, timelines(out / "pipeline", spark_master))
-    return verdicts, matrix
+    if not publish:
+        verdicts = judge(run_dirs, out / "pipeline", spark_master)
+        return verdicts, write_site(verdicts, out, timelines(out / "pipeline", spark_master))
+    # The judge's working tables are not part of a published site: a temporary folder inside it
+    # (on the same filesystem, which a Spark cluster's executors see), removed once written.
+    with tempfile.TemporaryDirectory(prefix=".judge-", dir=out) as work:
+        verdicts = judge(run_dirs, Path(work) / "pipeline", spark_master)
+        return verdicts, write_site(verdicts, out, timelines(Path(work) / "pipeline", spark_master), publish=True)
 
 
 def run(args: argparse.Namespace) -> int:
-    verdicts, matrix = build_report(args.runs, args.out, args.spark_master)
+    out = args.publish or args.out
+    verdicts, matrix = build_report(args.runs, out, args.spark_master, publish=args.publish is not None)
     s = matrix["summary"]
     cut = f", {s['incomplete']} cut short (incomplete)" if s["incomplete"] else ""
     known = f", {s['known_issue']} known issue(s)" if s.get("known_issue") else ""
     print(f"{s['cells']} cell(s): {s['passed']} passed, {s['failed']} failed{known}{cut}; "
-          f"report: {args.out / 'index.html'}")
+          f"report: {out / 'index.html'}")
     return 1 if args.check and (s["failed"] or s["incomplete"]) else 0

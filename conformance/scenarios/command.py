@@ -112,19 +112,19 @@ def _run(cells: list[Cell], runs_dir: Path | None, spark_master: str | None, lab
 
 def _plan_cells(args: argparse.Namespace) -> tuple[list[Cell], str]:
     """The cells of ``--plan`` (its shard ``--shard I/N`` only, when given) and the run's label."""
-    from conformance.planning.plan import load_plan, parse_shard
+    from conformance.planning.plan import load_plan, parse_shard, plan_id
 
     given = [f"--{name}" for name in ("scenario", "clients", "broker", "seed") if getattr(args, name) is not None]
     if given:
         raise UsageError(f"--plan takes every cell from the plan; drop {', '.join(given)}")
     plan = load_plan(args.plan)
     if args.shard is None:
-        return [c.cell() for c in plan.cells], "plan"
+        return [c.cell() for c in plan.cells], plan_id(plan)
     index, total = parse_shard(args.shard)
     if total != plan.shards:
         raise UsageError(f"--shard {args.shard}: {args.plan} is planned in {plan.shards} shard(s); "
                          f"give I/{plan.shards}, or plan again with --shards {total}")
-    return [c.cell() for c in plan.shard(index)], f"shard-{index}-of-{total}"
+    return [c.cell() for c in plan.shard(index)], f"{plan_id(plan)}-shard-{index}-of-{total}"
 
 
 def run(args: argparse.Namespace) -> int:
