@@ -65,3 +65,31 @@ def test_every_format_shows_the_command_links_and_located_evidence(tmp_path):
     xml = junit.render([verdict], links)
     assert f'name="reproduce" value="{command}"' in xml and '"ts": "+2.000 s"' in xml
     assert f"reproduce: {command}" in xml           # at the end of the failure's text
+
+
+def test_timeline_has_a_time_axis_highlighted_overlaps_and_labels_that_do_not_collide():
+    from conformance.report import svg
+
+    own = [{"topic": "t", "partition": 0, "member": "m1", "start": 1000, "end": 5000, "ended_by": "revoke"},
+           {"topic": "t", "partition": 0, "member": "m2", "start": 4000, "end": None, "ended_by": None},
+           {"topic": "t", "partition": 1, "member": "m1", "start": 1000, "end": None, "ended_by": None}]
+    # Three faults within 100 ms at the start (their labels used to pile up) and one at the right edge.
+    faults = [{"ts": 1100, "fault": "pause", "target": "m1", "phase": "invoke"},
+              {"ts": 1150, "fault": "kill", "target": "m2", "phase": "invoke"},
+              {"ts": 1200, "fault": "cut", "target": "m3", "phase": "invoke"},
+              {"ts": 59900, "fault": "broker-restart", "target": "broker", "phase": "heal"}]
+    page = svg.gantt(own, faults, [], t0=0, t1=60000, width=900)
+    assert re.findall(r'class="tick"[^>]*>([^<]*)', page) == [f"{s} s" for s in range(0, 70, 10)]
+    assert page.count('class="own overlap"') == 2 and page.count('class="own"') == 1
+    assert "m2 owns t-0 +4.000 s .. the end" in page
+    spans = []
+    for x, y, anchor, text in re.findall(r'<text class="fault-label" x="([\d.]+)" y="(\d+)"[^>]*?'
+                                         r'(?: text-anchor="(end)")?>([^<]*)<', page):
+        w = svg.CHAR_W * len(text)
+        left = float(x) - w if anchor else float(x)
+        assert 0 <= left and left + w <= 900, text           # nothing past the edges
+        spans.append((int(y), left, left + w))
+    assert len(spans) == 4
+    for i, a in enumerate(spans):
+        for b in spans[i + 1:]:
+            assert a[0] != b[0] or a[2] <= b[1] or b[2] <= a[1], (a, b)   # same row: no overlap

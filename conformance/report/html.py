@@ -98,7 +98,8 @@ def _reproduce(link: CellLinks | None) -> str:
     """The cell's reproduce command and its run directory's files, linked."""
     if link is None:
         return ""
-    command = (f'<p class="small">reproduce (from the repository, after <code>make setup</code>):</p>'
+    command = ('<p class="small">reproduce (in a checkout of the suite after <code>make setup</code>; '
+               '<code>conformance</code> is <code>.venv/bin/conformance</code>):</p>'
                f'<pre class="command">{escape(link.command)}</pre>' if link.command else
                '<p class="small">no readable manifest.json: no command to reproduce this cell</p>')
     files = "".join(f'<a href="{escape(href)}">{escape(name)}</a>' for name, href in link.files)

@@ -2,13 +2,24 @@
 
 - :func:`gantt`: per-partition ownership timeline, one row per partition, one
   bar per ownership interval coloured by member, faults as red dashed lines
-  (invoke) / green (heal), generations as grey ticks on top.
+  (invoke) / green (heal), generations as grey ticks on top. A time axis below
+  the plot counts seconds from ``t0`` (the run's start), as every tooltip does;
+  intervals that overlap another of their partition are outlined in red
+  (class ``overlap``); fault labels are placed in up to :data:`LABEL_ROWS` rows so
+  that no two collide where there is room, and never past the right edge.
 - :func:`bars`: a labelled horizontal bar chart (rebalance latencies, pauses).
 """
 
 from __future__ import annotations
 
 from html import escape
+
+#: Rows of fault labels under the time axis; a label goes to the first row where it fits.
+LABEL_ROWS: int = 3
+#: Approximate width of one character of a 9 px label (for placing labels without a browser).
+CHAR_W: float = 5.2
+#: Axis steps, in seconds: the first that gives at most 10 ticks is used.
+AXIS_STEPS_S: tuple[float, ...] = (0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600)
 
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7", "#9c755f", "#bab0ac", "#e15759")
 
@@ -25,7 +36,7 @@ def gantt(ownership: list[dict], faults: list[dict], generations: list[dict], t0
     lo = t0 if t0 is not None else (min(times) if times else 0.0)
     hi = t1 if t1 is not None else (max(times) if times else lo + 1.0)
     hi = max(hi, lo + 1.0)
-    label_w, top, bottom = 70, 30, 36
+    label_w, top, bottom = 70, 30, 22 + 10 * LABEL_ROWS + 22
     plot_w = width - label_w - 10
     height = top + max(1, len(rows)) * row_h + bottom + 6
 
@@ -63,25 +74,41 @@ def gantt(ownership: list[dict], faults: list[dict], generations: list[dict], t0
         h = (row_h - 4) / lane_count[tp]
         y = top + index[tp] * row_h + 2 + lanes[k] * h
         x0, x1 = x(o["start"]), x(o["end"] if o["end"] is not None else hi)
-        tip = (f'{o["member"]} owns {o["topic"]}-{o["partition"]} {o["start"]:.0f} .. '
-               f'{o["end"] if o["end"] is None else round(o["end"])} (ended by {o.get("ended_by")})')
-        parts.append(f'<rect class="own" x="{x0:.1f}" y="{y:.1f}" width="{max(1.0, x1 - x0):.1f}" height="{h:.1f}" '
-                     f'fill="{colors[o["member"]]}"><title>{escape(tip)}</title></rect>')
+        end = "the end" if o["end"] is None else _rel(o["end"], lo)
+        overlap = lane_count[tp] > 1 and any(
+            j != k and ownership[j]["start"] < (o["end"] if o["end"] is not None else float("inf"))
+            and o["start"] < (ownership[j]["end"] if ownership[j]["end"] is not None else float("inf"))
+            for j in by_row[tp])
+        tip = (f'{o["member"]} owns {o["topic"]}-{o["partition"]} {_rel(o["start"], lo)} .. {end} '
+               f'(ended by {o.get("ended_by")})' + ("; overlaps another owner" if overlap else ""))
+        outline = ' stroke="#d62728" stroke-width="1.5"' if overlap else ""
+        parts.append(f'<rect class="own{" overlap" if overlap else ""}" x="{x0:.1f}" y="{y:.1f}" '
+                     f'width="{max(1.0, x1 - x0):.1f}" height="{h:.1f}" fill="{colors[o["member"]]}"{outline}>'
+                     f'<title>{escape(tip)}</title></rect>')
     for g in generations:
         gx = x(g["ts"])
         parts.append(f'<line x1="{gx:.1f}" y1="{top - 8}" x2="{gx:.1f}" y2="{top}" stroke="#888"/>'
                      f'<text x="{gx + 1:.1f}" y="{top - 9}" font-size="9" fill="#666">g{g["generation"]}'
                      f'<title>{escape(_gen_tip(g))}</title></text>')
     plot_bottom = top + max(1, len(rows)) * row_h
-    for n, f in enumerate(faults):
+    parts.append(_axis(lo, hi, x, label_w, label_w + plot_w, plot_bottom))
+    row_end = [float("-inf")] * LABEL_ROWS
+    for f in sorted(faults, key=lambda f: f["ts"]):
         fx = x(f["ts"])
         color = "#d62728" if f["phase"] == "invoke" else "#2ca02c"
+        label = f'{f["fault"]} {f["target"]}'
+        w = CHAR_W * len(label)
+        right = fx + 2 + w > width - 4           # past the right edge: the label ends at the line instead
+        start = fx - 2 - w if right else fx + 2
+        row = next((r for r in range(LABEL_ROWS) if row_end[r] <= start), min(range(LABEL_ROWS), key=row_end.__getitem__))
+        row_end[row] = start + w + 4
         parts.append(f'<line class="fault" x1="{fx:.1f}" y1="{top}" x2="{fx:.1f}" y2="{plot_bottom}" stroke="{color}" '
-                     f'stroke-dasharray="4 3"><title>{escape(f["fault"] + " " + f["target"] + " (" + f["phase"] + ")")}'
+                     f'stroke-dasharray="4 3"><title>{escape(label + " (" + f["phase"] + ") at " + _rel(f["ts"], lo))}'
                      f'</title></line>'
-                     f'<text x="{fx + 2:.1f}" y="{plot_bottom + 10 + 9 * (n % 2)}" font-size="9" fill="{color}">'
-                     f'{escape(f["fault"])} {escape(f["target"])}</text>')
-    ly = plot_bottom + 34
+                     f'<text class="fault-label" x="{fx - 2 if right else fx + 2:.1f}" y="{plot_bottom + 32 + 10 * row}" '
+                     f'font-size="9" fill="{color}"{" text-anchor=" + chr(34) + "end" + chr(34) if right else ""}>'
+                     f'{escape(label)}</text>')
+    ly = plot_bottom + 32 + 10 * LABEL_ROWS + 8
     lx = label_w
     for m, c in colors.items():
         parts.append(f'<rect x="{lx}" y="{ly - 9}" width="10" height="10" fill="{c}"/>'
@@ -91,6 +118,26 @@ def gantt(ownership: list[dict], faults: list[dict], generations: list[dict], t0
                  f'{(hi - lo) / 1000:.1f} s shown; red: fault, green: heal, gN: generation N</text>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _rel(ts: float, lo: float) -> str:
+    return f"+{(ts - lo) / 1000:.3f} s"
+
+
+def _axis(lo: float, hi: float, x, x_left: float, x_right: float, y: float) -> str:
+    """The time axis under the plot: seconds from ``lo``, at most 10 ticks."""
+    span = (hi - lo) / 1000
+    step = next((s for s in AXIS_STEPS_S if span / s <= 10), span / 10 or 1.0)
+    parts = [f'<g class="axis"><line x1="{x_left}" y1="{y}" x2="{x_right}" y2="{y}" stroke="#444"/>']
+    k = 0
+    while k * step <= span + 1e-9:
+        tx = x(lo + k * step * 1000)
+        anchor = "end" if tx > x_right - 15 else "middle"
+        parts.append(f'<line x1="{tx:.1f}" y1="{y}" x2="{tx:.1f}" y2="{y + 4}" stroke="#444"/>'
+                     f'<text class="tick" x="{tx:.1f}" y="{y + 14}" font-size="9" fill="#444" text-anchor="{anchor}">'
+                     f'{k * step:g} s</text>')
+        k += 1
+    return "".join(parts) + "</g>"
 
 
 def _gen_tip(g: dict) -> str:
