@@ -64,6 +64,13 @@ PYPI = ["0.11.6", "1.0.0", "1.9.0", "1.9.2", "2.0.2", "2.15.0", "2.16.1"]
     ("librdkafka", "0.11.6", PYPI, "the oldest that run: 1.9.0, 1.9.2, 2.0.2, 2.15.0"),
     ("librdkafka", "2.99.0", PYPI, "PyPI (confluent-kafka) has no release 2.99.0; closest: 2.16.1, 2.15.0, 2.0.2, 1.9.2"),
     ("sarama", "1.99.0", ["1.38.1", "1.61.1"], "the Go module proxy"),
+    # pip takes 1.9 for 1.9.0; the suite names each release one way, and says which.
+    ("librdkafka", "1.9", PYPI, "librdkafka@1.9: PyPI (confluent-kafka) lists this release as 1.9.0; "
+                                "write librdkafka@1.9.0"),
+    ("sarama", "1.36.0", ["1.36.0", "1.37.0", "1.38.1", "1.61.1"],
+     "sarama@1.36.0: the Sarama harness sets Consumer.Group.Rebalance.GroupStrategies, which Sarama has from "
+     "1.37.0; the oldest that run: 1.37.0, 1.38.1, 1.61.1"),
+    ("sarama", "1.19.0", None, "choose 1.37.0 or later"),
 ])
 def test_version_problems_name_the_closest_versions(kind: str, version: str, listed, message: str) -> None:
     found = versions.problem(kind, version, listed)

@@ -35,6 +35,8 @@ OLDEST: dict[str, tuple[str, str]] = {
     "java": (config.JAVA_MIN_CLIENT_VERSION,
              f"the Java harness runs kafka-clients {config.JAVA_MIN_CLIENT_VERSION} or later (KIP-429 listener API)"),
     "librdkafka": ("1.9.0", "confluent-kafka before 1.9.0 has no binary wheel for a Python the suite runs (3.10, 3.11)"),
+    "sarama": ("1.37.0", "the Sarama harness sets Consumer.Group.Rebalance.GroupStrategies, which Sarama has "
+                         "from 1.37.0"),
 }
 
 #: The registry each kind's versions come from, for messages.
@@ -94,6 +96,12 @@ def problem(kind: str, version: str, available: Sequence[str] | None) -> str | N
         return f"{spec}: {why}; the oldest that run: {', '.join(reversed(closest(oldest, valid)))}"
     if version in available:
         return None
+    same = [v for v in valid if version_key(v) == version_key(version)]
+    if same:
+        # pip would take 1.9 for 1.9.0; the suite keeps one spelling per release, so that its cache
+        # (one install per version), manifests and known issues all name it alike.
+        return (f"{spec}: {REGISTRY.get(kind, 'its registry')} lists this release as {same[0]}; "
+                f"write {kind}@{same[0]}")
     near = closest(version, valid)
     return (f"{spec}: {REGISTRY.get(kind, 'its registry')} has no release {version}; "
             f"closest: {', '.join(near) or 'none'}")
