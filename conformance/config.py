@@ -116,7 +116,8 @@ SPARK_CONF: dict[str, str] = {
     # active session; off, the pipeline's speed no longer depends on which thread that is.
     "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
-SPARK_LOG_LEVEL: str = "WARN"
+#: Spark's log level once it runs (its start logs errors only too: conformance.pipeline.spark_logging).
+SPARK_LOG_LEVEL: str = "ERROR"
 #: Inputs (histories + wire captures) up to this many bytes are kept in one partition per table
 #: (conformance.pipeline.derived.pin): joins and aggregations over them then need no shuffle.
 PIPELINE_ONE_PARTITION_BYTES: int = int(os.environ.get("CONFORMANCE_PIPELINE_ONE_PARTITION_BYTES", str(64 * 1024 * 1024)))

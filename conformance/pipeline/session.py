@@ -15,6 +15,7 @@ import threading
 
 from conformance import config
 from conformance.errors import SuiteError
+from conformance.pipeline import spark_logging
 
 _lock = threading.Lock()
 _session = None
@@ -35,6 +36,8 @@ def get_session(master: str | None = None):
             return _session
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        # Spark's log4j2 configuration: errors only, from the JVM's start (conformance.pipeline.spark_logging).
+        os.environ.setdefault("SPARK_CONF_DIR", str(spark_logging.conf_dir()))
         if wanted.startswith("local"):
             # The JVM resolves its own address before reading spark.driver.bindAddress; on a host
             # whose name maps to loopback it warns and picks another interface unless told.
