@@ -200,9 +200,13 @@ def test_malformed_lines_are_reported_with_file_and_line(judged):
     problems = " | ".join(m["problem"] for m in cell["malformed"])
     assert "not a JSON object" in problems and "lacks valid 'partitions'" in problems
     assert "short frame" in problems and "unknown fault 'meteor'" in problems
-    # The rest of the data was still judged.
+    # Every input has a damaged line, so every invariant read one: each is "malformed", names
+    # the damaged lines it read, and blames no one (the rest of the data was still judged: the
+    # clean story's checks found nothing to set aside).
     assert cell["verdict"] == "malformed"
-    assert all(i["status"] == "pass" for i in cell["invariants"].values())
+    for inv, i in cell["invariants"].items():
+        assert i["status"] == "malformed" and i["violations"] == [] and i["set_aside"] == [], inv
+        assert {(d["file"], d["line"]) for d in i["damaged"]} <= {(m["file"], m["line"]) for m in cell["malformed"]}
 
 
 def test_bad_manifest_fields_are_reported_and_the_rest_judged(judged):
@@ -215,7 +219,15 @@ def test_bad_manifest_fields_are_reported_and_the_rest_judged(judged):
     assert any(p.startswith("manifest field timing.session_timeout_ms must be a number") for p in problems), problems
     assert any(p.startswith("manifest field members[2] must be an object with a name") for p in problems), problems
     assert cell["verdict"] == "malformed" and cell["seed"] is None
-    assert all(i["status"] == "pass" for i in cell["invariants"].values())
+    # Every check that reads the manifest (members, topics, timing) is "malformed", naming the
+    # manifest's line 0; E1-E3 judge the wire's bytes alone and still pass; the rest was judged
+    # (nothing found to set aside).
+    for inv, i in cell["invariants"].items():
+        if inv in ("E1", "E2", "E3"):
+            assert i["status"] == "pass" and "damaged" not in i, inv
+            continue
+        assert i["status"] == "malformed" and i["violations"] == [] and i["set_aside"] == [], inv
+        assert {d["file"].rsplit("/", 1)[-1] for d in i["damaged"]} == {"manifest.json"}, inv
 
 
 def test_a_run_cut_short_is_judged_on_what_it_observed(judged):

@@ -8,7 +8,9 @@ findings, each excused by a named rule of :mod:`conformance.pipeline.checks.rule
 are listed under ``allowed`` and counted per rule in the cell's ``allowed``),
 "fail" (violations), "known-issue" (every violation matches a known client bug
 of :mod:`conformance.members.known_issues`, which it then names), "unknown"
-(the check raised: its error is kept; never a pass).
+(the check raised: its error is kept; never a pass), "malformed" (the check read
+an input of the cell with a damaged line, :func:`set_aside_damaged`: damaged data
+is never a client's violation; what it found is kept under ``set_aside``).
 Each cell also gets ``verdict``: "fail" if any invariant failed, else
 "unknown" if any was unknown, else "incomplete" if the run was cut short (a
 suite error or Ctrl-C stopped it before its scenario ended: ``cut_short``
@@ -47,6 +49,7 @@ from pathlib import Path
 from conformance import config
 from conformance.members import known_issues
 from conformance.pipeline import derived, ingest, metrics
+from conformance.pipeline import inputs as run_inputs   # not `inputs`: judge() names its input tables so
 from conformance.pipeline.batch import CollectBatcher
 from conformance.pipeline.checks import CATALOG
 from conformance.pipeline.checks.rules import RULES
@@ -87,6 +90,35 @@ def _mark_known_issues(invariant: str, violations: list[dict], specs: dict[str, 
                                    "summary": issue.summary}
 
 
+#: How many of the damaged lines an invariant read its "malformed" entry lists (``damaged_lines`` counts all).
+DAMAGED_SHOWN = 20
+
+
+def set_aside_damaged(verdict: dict, reads: dict[str, frozenset[str]] | None) -> None:
+    """Make every judged invariant of ``verdict`` that read a damaged input "malformed" (in place).
+
+    A damaged input is one with a line in ``verdict["malformed"]`` (a missing or empty input is a
+    line 0 there). What the check found on it is not evidence against a client: its violations
+    move to ``set_aside`` (kept for whoever repairs the data; no culprit, no matrix pair is
+    blamed) and ``damaged`` names the damaged lines (file, line, problem; the first
+    :data:`DAMAGED_SHOWN`, ``damaged_lines`` counts them all). An "unknown" invariant (its check
+    crashed) stays unknown; invariants that read no damaged input keep their status."""
+    if not verdict["malformed"]:
+        return
+    for inv, i in verdict["invariants"].items():
+        if i["status"] == "unknown":
+            continue
+        read = run_inputs.INPUTS if reads is None or inv not in reads else reads[inv]
+        hit = [m for m in verdict["malformed"] if run_inputs.damaged_inputs([m["file"]]) & set(read)]
+        if not hit:
+            continue
+        i["status"] = "malformed"
+        i["set_aside"] = i["violations"]
+        i["violations"] = []
+        i["damaged"] = hit[:DAMAGED_SHOWN]
+        i["damaged_lines"] = len(hit)
+
+
 def root_cause(verdict: dict) -> dict | None:
     """The finding reported first: the earliest failing violation that names a culprit (the evidence
     blames that member; what follows it is mostly its consequences), else the earliest failing one.
@@ -117,13 +149,17 @@ def allowed_counts(verdict: dict) -> dict[str, int]:
 def assemble(cells: dict[str, dict], members: dict[str, list[str]], results: dict[str, list[dict] | BaseException],
              cell_metrics: dict[str, dict] | BaseException, malformed: list[dict],
              run_dirs: dict[str, str] | None = None,
-             member_specs: dict[str, dict[str, str]] | None = None) -> list[dict]:
+             member_specs: dict[str, dict[str, str]] | None = None,
+             reads: dict[str, frozenset[str]] | None = None) -> list[dict]:
     """CellVerdicts from the checks' results (pure; see the module docstring for the rules).
 
     ``results``: invariant -> violations (each with its ``run``) or the
     exception the check raised; ``malformed``: rows with run, file, line, problem;
     ``member_specs``: per run, member name -> spec (what a finding's ``members`` are
-    matched against the known issues with, and the matrix attributes by).
+    matched against the known issues with, and the matrix attributes by); ``reads``:
+    invariant -> the inputs its check read (:mod:`conformance.pipeline.inputs`; an invariant
+    missing there, or every one when None, counts as reading every input), for
+    :func:`set_aside_damaged`.
     """
     verdicts: dict[str, dict] = {}
     for run, c in cells.items():
@@ -162,6 +198,7 @@ def assemble(cells: dict[str, dict], members: dict[str, list[str]], results: dic
         if r["run"] in verdicts:
             verdicts[r["run"]]["malformed"].append({"file": r["file"], "line": int(r["line"]), "problem": r["problem"]})
     for v in verdicts.values():
+        set_aside_damaged(v, reads)
         v["allowed"] = allowed_counts(v)
         statuses = {i["status"] for i in v["invariants"].values()}
         v["verdict"] = ("fail" if "fail" in statuses else "unknown" if "unknown" in statuses
@@ -243,8 +280,9 @@ def _check(spark, t: derived.Tables, run_ids: dict[str, str], clock: "Phases", p
            result_tasks: int | None = None) -> list[dict]:
     batcher = CollectBatcher(spark, result_tasks)
     t.collector = batcher
+    reading = run_inputs.readings(t, CATALOG)   # which tables (so inputs) each invariant's check reads
     tasks = ([lambda: t.collect_many(t.cells, t.members, t.malformed)]
-             + [lambda check=check: check(t) for check, _statement in CATALOG.values()]
+             + [lambda check=check, inv=inv: check(reading[inv]) for inv, (check, _statement) in CATALOG.items()]
              + [lambda: metrics.compute(t)])
     results = batcher.run(tasks)
     clock.lap("checks")
@@ -264,4 +302,5 @@ def _check(spark, t: derived.Tables, run_ids: dict[str, str], clock: "Phases", p
         specs.setdefault(r["run"], {})[r["member"]] = r["spec"] or r["member"]
     malformed = [r.asDict() for r in malformed_rows]
     run_dirs_by_id = {run: d for d, run in run_ids.items()}
-    return assemble(cells, members, dict(zip(CATALOG, found)), cell_metrics, malformed, run_dirs_by_id, specs)
+    reads = {inv: run_inputs.inputs_read(reading[inv]) for inv in CATALOG}
+    return assemble(cells, members, dict(zip(CATALOG, found)), cell_metrics, malformed, run_dirs_by_id, specs, reads)

@@ -12,7 +12,11 @@ Guarantees:
   file and line (a frame the tap could not decode is reported the same way,
   with the tap's reason); nothing is dropped silently and nothing raises;
 - a subscription or assignment that does not decode strictly yields a row
-  with ``decode_error`` set (E1/E2 judge those), never an exception.
+  with ``decode_error`` set (E1/E2 judge those), never an exception;
+- embedded bytes that are not hex are damage to the capture, not a client's
+  bytes (the tap writes whatever crossed the wire as hex): the frame's line is
+  malformed, and none of its rows (frame, subscriptions, assignments, commits)
+  is kept, so no invariant judges a client on it.
 """
 
 from __future__ import annotations
@@ -68,14 +72,19 @@ def canonical(sub: Subscription) -> Subscription:
                    owned_partitions=tuple(TopicPartitions(t, tuple(sorted(ps))) for t, ps in sorted(owned.items())))
 
 
+def _bytes_of(text: str, what: str) -> bytes:
+    """The bytes a frame's hex field holds; ValueError (the line is damaged) when it is not hex."""
+    try:
+        return bytes.fromhex(text)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{what} is not hex, so the capture is damaged (the tap writes every byte "
+                         f"as hex): {exc}") from None
+
+
 def decode_subscription_row(metadata_hex: str | None, assignor: str | None) -> dict:
     """Columns describing one subscription's bytes (strict decode, canonical re-encode)."""
     row: dict[str, Any] = {"metadata_hex": metadata_hex}
-    try:
-        data = bytes.fromhex(metadata_hex or "")
-    except ValueError as exc:
-        row["decode_error"] = f"metadata is not hex: {exc}"
-        return row
+    data = _bytes_of(metadata_hex or "", "metadata")
     try:
         sub = decode_subscription(data)
     except DecodeError as exc:
@@ -105,11 +114,7 @@ def decode_assignment_row(assignment_hex: str | None, assignor: str | None) -> d
         # An empty assignment (e.g. a failed SyncGroup) carries no bytes to judge.
         row["empty"] = True
         return row
-    try:
-        data = bytes.fromhex(assignment_hex)
-    except ValueError as exc:
-        row["decode_error"] = f"assignment is not hex: {exc}"
-        return row
+    data = _bytes_of(assignment_hex, "assignment")
     try:
         a = decode_assignment(data)
     except DecodeError as exc:
@@ -143,7 +148,10 @@ def decode_wire(run: str, file: str, lines: Iterable[str]) -> WireRows:
                 raise ValueError(f"ts must be epoch ms, got {f['ts']!r}")
             if f["direction"] not in ("request", "response"):
                 raise ValueError(f"direction must be request|response, got {f['direction']!r}")
-            _decode_frame(run, number, f, out, pending_commits)
+            rows = WireRows()
+            _decode_frame(run, number, f, rows, pending_commits)
+            for name in ("frames", "subscriptions", "assignments", "commits"):
+                getattr(out, name).extend(getattr(rows, name))   # all of a line's rows, or none
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             out.malformed.append({"run": run, "file": file, "line": number, "problem": str(exc)})
     return out

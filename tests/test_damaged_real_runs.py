@@ -1,0 +1,142 @@
+"""Damaged run data is reported as damaged, never as a client's violation (issue #26, item 9).
+
+Three copies of a real recorded run (fixtures/real-runs/, reference + Java + librdkafka) are
+damaged the way a disk, a copy or a killed writer damages files, and judged in one judge call
+beside an intact copy:
+
+- ``manifest``: manifest.json cut off mid-file (was: an L4 failure on m0-reference);
+- ``truncated``: the last line of m1-java's history cut off, its ``stopped`` event with it
+  (was: "V1: m1-java never stopped (crashed or hung)");
+- ``nonhex``: a JoinGroup's subscription metadata in wire.jsonl that is not hex (was: an E1
+  violation by the member that sent it).
+
+Each must make the invariants that read the damaged input "malformed" for that cell, naming the
+file and line, with no violation; the intact copy keeps its "pass".
+
+They are judged by a real ``conformance report`` (one Spark start for the module), whose stderr
+must carry no Spark ``WARN`` line either (issue #26: Spark's warnings reached the terminal).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from conformance.pipeline.checks import CATALOG
+
+pytestmark = pytest.mark.slow
+
+ARCHIVE = (Path(__file__).resolve().parent.parent / "fixtures" / "real-runs"
+           / "reference-java-librdkafka--seed-26.tar.xz")
+
+
+def _damage(root: Path, runs: Path) -> dict[str, Path]:
+    """The intact copy and the three damaged copies, by name; also records what was damaged where."""
+    with tarfile.open(ARCHIVE) as tar:
+        tar.extractall(root / "original", filter="data")
+    (src,) = (root / "original").iterdir()
+    dirs = {}
+    for name in ("intact", "manifest", "truncated", "nonhex"):
+        dirs[name] = runs / name
+        shutil.copytree(src, dirs[name])
+    manifest = dirs["manifest"] / "manifest.json"
+    manifest.write_bytes(manifest.read_bytes()[:300])
+    history = dirs["truncated"] / "members" / "m1-java.jsonl"
+    lines = history.read_bytes().splitlines(keepends=True)
+    assert b'"event":"stopped"' in lines[-1]
+    history.write_bytes(b"".join(lines[:-1]) + lines[-1][:len(lines[-1]) // 2])
+    wire = dirs["nonhex"] / "wire.jsonl"
+    frames = wire.read_text(encoding="utf-8").splitlines(keepends=True)
+    at = next(i for i, f in enumerate(frames)
+              if '"member":"m1-java"' in f and '"api":"JoinGroup"' in f and '"direction":"request"' in f)
+    frames[at] = frames[at].replace('"metadata":"', '"metadata":"zz', 1)
+    wire.write_text("".join(frames), encoding="utf-8")
+    return {**dirs, "_history_lines": len(lines), "_wire_line": at + 1}
+
+
+@pytest.fixture(scope="module")
+def reported(tmp_path_factory):
+    """(verdicts by copy name, the copies' directories, where the damage is, the report's stderr)."""
+    root = tmp_path_factory.mktemp("damaged")
+    dirs = _damage(root, root / "runs")
+    where = {k: dirs.pop(k) for k in ("_history_lines", "_wire_line")}
+    proc = subprocess.run([sys.executable, "-m", "conformance", "report", str(root / "runs"), "--out", str(root / "out")],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    verdicts = json.loads((root / "out" / "pipeline" / "verdicts.json").read_text())
+    by_dir = {Path(v["run_dir"]).name: v for v in verdicts}
+    return by_dir, dirs, where, proc.stderr
+
+
+@pytest.fixture(scope="module")
+def judged(reported):
+    return reported[:3]
+
+
+def test_spark_says_nothing_on_the_terminal_but_errors(reported):
+    stderr = reported[3]
+    assert [line for line in stderr.splitlines() if " WARN " in line or "log4j" in line] == [], stderr[-3000:]
+
+
+def _no_blame(cell: dict) -> None:
+    """No invariant fails and none holds a violation: nothing is blamed on a client."""
+    assert {inv: [x["message"] for x in i["violations"]] for inv, i in cell["invariants"].items()
+            if i["violations"] or i["status"] == "fail"} == {}
+    assert cell["root_cause"] is None
+
+
+def test_the_intact_copy_keeps_its_verdict(judged):
+    cells, _dirs, _where = judged
+    assert cells["intact"]["verdict"] == "pass"
+    assert {i["status"] for i in cells["intact"]["invariants"].values()} == {"pass"}
+
+
+def test_an_unreadable_manifest_makes_the_invariants_that_read_it_malformed(judged):
+    cells, dirs, _where = judged
+    cell = cells["manifest"]
+    assert cell["verdict"] == "malformed"
+    _no_blame(cell)
+    # Every check that reads the members, topics or timing is malformed; E1-E3 judge the wire's
+    # bytes alone and keep their pass.
+    wire_only = {"E1", "E2", "E3"}
+    assert {inv: i["status"] for inv, i in cell["invariants"].items()} == {
+        inv: "pass" if inv in wire_only else "malformed" for inv in CATALOG}
+    for inv, i in cell["invariants"].items():
+        if inv not in wire_only:
+            assert [(d["file"], d["line"]) for d in i["damaged"]] == [(str(dirs["manifest"] / "manifest.json"), 0)]
+            assert i["damaged"][0]["problem"].startswith("unreadable manifest")
+    # What L4 found on the manifest-less cell is kept, set aside, for whoever repairs the data.
+    assert cell["invariants"]["L4"]["set_aside"]
+
+
+def test_a_truncated_last_history_line_is_not_a_member_that_never_stopped(judged):
+    cells, dirs, where = judged
+    cell = cells["truncated"]
+    assert cell["verdict"] == "malformed"
+    _no_blame(cell)
+    damaged = (str(dirs["truncated"] / "members" / "m1-java.jsonl"), where["_history_lines"])
+    assert [(m["file"], m["line"]) for m in cell["malformed"]] == [damaged]
+    v1 = cell["invariants"]["V1"]
+    assert v1["status"] == "malformed" and [(d["file"], d["line"]) for d in v1["damaged"]] == [damaged]
+    assert any("m1-java never stopped" in x["message"] for x in v1["set_aside"])
+    # Invariants judged from the wire capture alone read no history: they keep their verdict.
+    assert all(cell["invariants"][inv]["status"] == "pass" for inv in ("E1", "E2", "E3", "E4"))
+
+
+def test_non_hex_metadata_in_the_wire_capture_is_damage_not_an_e1_violation(judged):
+    cells, dirs, where = judged
+    cell = cells["nonhex"]
+    assert cell["verdict"] == "malformed"
+    _no_blame(cell)
+    damaged = (str(dirs["nonhex"] / "wire.jsonl"), where["_wire_line"])
+    assert [(m["file"], m["line"]) for m in cell["malformed"]] == [damaged]
+    assert "not hex" in cell["malformed"][0]["problem"]
+    e1 = cell["invariants"]["E1"]
+    assert e1["status"] == "malformed" and [(d["file"], d["line"]) for d in e1["damaged"]] == [damaged]
+    assert e1["set_aside"] == []   # the damaged frame yields no rows at all
