@@ -46,6 +46,10 @@ def test_report_renders_in_headless_chromium(tmp_path_factory, tmp_path):
     assert m, "the load handler did not run"
     rendered = json.loads(m.group(1).replace("&quot;", '"'))
     assert rendered["timeline"] > 100 and rendered["bars"] > 0 and rendered["matrix_rows"] >= 2
+    # Laid out, nothing is cut and no two fault labels collide; every timeline has its time axis
+    # and every cell its reproduce command.
+    assert rendered["cut"] == 0 and rendered["label_collisions"] == 0, rendered
+    assert rendered["ticks"] >= 2 * dom.count('<svg class="timeline"') and rendered["commands"] == len(verdicts)
     shot = tmp_path / "shot.png"
     argv = [a for a in argv if a != "--dump-dom"]
     argv.insert(-1, f"--screenshot={shot}")

@@ -39,8 +39,16 @@ function openTarget(){var id=location.hash.slice(1);if(!id)return;var el=documen
  if(el){el.querySelectorAll('details').forEach(function(d){d.open=true;});}}
 window.addEventListener('hashchange',openTarget);window.addEventListener('load',openTarget);
 window.addEventListener('load',function(){var t=document.querySelector('svg.timeline'),m=document.querySelector('table.matrix');
+ var cut=0,collisions=0;document.querySelectorAll('svg.timeline').forEach(function(s){
+  var w=s.viewBox.baseVal.width,h=s.viewBox.baseVal.height;
+  s.querySelectorAll('text').forEach(function(x){var b=x.getBBox();
+   if(b.x<-0.5||b.y<-0.5||b.x+b.width>w+0.5||b.y+b.height>h+0.5)cut++;});
+  var l=[].slice.call(s.querySelectorAll('text.fault-label')).map(function(x){return x.getBBox();});
+  for(var i=0;i<l.length;i++)for(var j=i+1;j<l.length;j++){var a=l[i],b=l[j];
+   if(a.x<b.x+b.width&&b.x<a.x+a.width&&a.y<b.y+b.height&&b.y<a.y+a.height)collisions++;}});
  document.body.setAttribute('data-rendered',JSON.stringify({timeline:t?Math.round(t.getBoundingClientRect().width):0,
- bars:t?t.querySelectorAll('rect.own').length:0,matrix_rows:m?m.rows.length:0}));});
+ bars:t?t.querySelectorAll('rect.own').length:0,matrix_rows:m?m.rows.length:0,cut:cut,label_collisions:collisions,
+ ticks:document.querySelectorAll('svg.timeline text.tick').length,commands:document.querySelectorAll('pre.command').length}));});
 """
 
 
