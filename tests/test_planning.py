@@ -146,6 +146,7 @@ def test_plan_command_prints_cell_count_and_wall_per_shard_and_run_takes_one_sha
     assert code == 0, err
     plan = load_plan(out)
     assert lines[0].startswith(f"plan: {len(plan.cells)} cells")
+    assert "every one of the 54 required pairs meets in each of the 3 scenario class(es)" in lines[0]  # 36 + 9 x 2
     assert [ln.split(":")[0] for ln in lines[1:5]] == ["shard 1/4", "shard 2/4", "shard 3/4", "shard 4/4"]
     assert all("estimated wall" in ln for ln in lines[1:5])
     ran = []

@@ -16,7 +16,8 @@ from pathlib import Path
 from conformance.errors import UsageError
 from conformance.members.versions import check_specs
 from conformance.planning.matrix_file import load_matrix
-from conformance.planning.plan import Plan, build_plan, write_plan
+from conformance.planning.pairwise import required_pairs
+from conformance.planning.plan import Plan, build_plan, uncovered, write_plan
 from conformance.planning.walls import UNMEASURED_CELL_WALL_S
 from conformance.rundir import ready_dir
 from conformance.scenarios.command import seed
@@ -49,8 +50,11 @@ def describe(plan: Plan) -> list[str]:
     """The lines ``conformance plan`` prints: the cell count, then each shard's estimate."""
     must = sum(1 for c in plan.cells if c.must_have)
     per_class = ", ".join(f"{name} {sum(1 for c in plan.cells if c.scenario_class == name)}" for name in plan.classes)
+    required = len(required_pairs(plan.members, plan.brokers))
+    met = all(not missing for missing in uncovered(plan).values())
     lines = [f"plan: {len(plan.cells)} cells ({per_class}; must-have {must}), seed {plan.seed}, "
-             f"{plan.shards} shard(s)"]
+             f"{plan.shards} shard(s); {'every one' if met else 'NOT every one'} of the {required} required pairs "
+             f"meets in each of the {len(plan.classes)} scenario class(es)"]
     for i in range(1, plan.shards + 1):
         cells = plan.shard(i)
         guessed = sum(1 for c in cells if not c.measured)
