@@ -33,6 +33,12 @@ appender.console.name = stderr
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+# PySpark's gateway starts Spark's logging as an interactive shell's: unless its logger has a level
+# of its own, Spark lowers the console threshold to WARN and announces "Setting default log level".
+logger.pygateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.pygateway.level = error
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = error
 """
 
 
