@@ -51,6 +51,8 @@ EXPECTED = {
                                "before it acquired the partition"]),
     "e5-v0": ("E5", ["m2 offered cooperative-sticky with a v0 subscription"]),
     "e5-missing": ("E5", ["m1 owns t-0, t-1 per its history but did not declare them in JoinGroup"]),
+    "e5-missing-retried": ("E5", ["m1 owns t-0, t-1 per its history but did not declare them in 3 JoinGroups "
+                                  "(wire lines "]),
     "l1": ("L1", ["assigned nothing to member(s) m2-id"]),
     "l1-nosync": ("L1", ["sent no SyncGroup assignments and no fault hit it"]),
     "l1-killed-leader": ("L1", ["leader m1 of generation 2 sent no SyncGroup assignments and no fault hit it"]),
@@ -102,6 +104,17 @@ def test_break_fails_its_invariant(judged, name):
         assert v["allowed_by"] is None
         assert v["invariant"] == inv
         assert v["evidence"], f"{inv} violation without evidence: {v['message']}"
+
+
+def test_e5_says_a_repeated_declaration_once(judged):
+    # One wrong declaration sent three times is one finding naming the three requests, not the
+    # same message three times.
+    [once] = _inv(judged, "break-e5-missing", "E5")["violations"]
+    [retried] = _inv(judged, "break-e5-missing-retried", "E5")["violations"]
+    assert len(retried["evidence"]["wire_lines"]) == 3 and retried["evidence"]["wire_line"] == retried["evidence"]["wire_lines"][0]
+    assert "wire_lines" not in once["evidence"]
+    assert retried["partitions"] == once["partitions"] == [["t", 0], ["t", 1]]
+    assert retried["culprit"] == "m1"
 
 
 def test_every_break_is_expected_to_fail_or_allowed():

@@ -221,6 +221,8 @@ BREAKS: dict[str, str] = {
                               "45-49 again, from the last commit: allowed by D3/rebalance (D2 fails)",
     "d3-below-commit": "m2 takes t-2 over and reads 40-49 again, below the 50 m1 committed before: a D3 violation",
     "e5-missing": "m1 declares nothing owned in generation 3 although it owns t-0, t-1",
+    "e5-missing-retried": "as e5-missing, but m1 sends that JoinGroup three times (the first two answered "
+                          "NOT_COORDINATOR): one finding naming the three requests",
     "l1": "the leader of generation 2 sends no assignment for m2",
     "l1-nosync": "the leader of generation 2 sends no SyncGroup at all, and nothing stopped it",
     "l1-nosync-allowed": "as l1-nosync, but m1 was being terminated when generation 2 formed: allowed",
@@ -395,7 +397,8 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
     if retained:
         b.revoked("m1", 11300, [(T, 0)])
     b.revoked("m1", 11400, all4[2:])
-    m1_owned_g3 = (all4 if break_ == "e5" else [] if break_ == "e5-missing" else [(T, 1)] if retained else all4[:2])
+    m1_owned_g3 = (all4 if break_ == "e5" else [] if break_ in ("e5-missing", "e5-missing-retried")
+                   else [(T, 1)] if retained else all4[:2])
     final_proto = "range" if break_ == "r5" else "cooperative-sticky"
     offered = ({"m1": ["cooperative-sticky"], "m2": ["cooperative-sticky"]} if break_ == "r5"
                else {"m1": ["cooperative-sticky"], "m2": ["range"]} if break_ == "r5-not-offered" else None)
@@ -405,6 +408,12 @@ def cooperative_story(root: Path, run_id: str, *, break_: str | None = None, **k
     if regrouped:
         b.fault(12000, "kill", "m2")
         del g3_members["m2"]
+    if break_ == "e5-missing-retried":
+        for ts in (12200, 12350):
+            b.frame(ts, "m1", "JoinGroup", "request", generation=-1,
+                    protocols=[{"name": "cooperative-sticky", "metadata": g3_members["m1"]}])
+            b.frame(ts + 5, "m1", "JoinGroup", "response", generation=-1, error_code=16, leader="",
+                    protocol_name=None, members=[])
     b.join(3, 12500, "m1", g3_members, protocol=final_proto, offered=offered)
     final: dict[str, list] = {"m1": all4[:2], "m2": all4[2:]}
     if regrouped:

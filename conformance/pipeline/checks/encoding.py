@@ -122,6 +122,17 @@ def _stale_claims(t: Tables, req):
                     F.col("last.sync_ts").alias("sync_ts")))
 
 
+def _same_declarations(rows) -> dict[tuple, list]:
+    """Stale or missing declarations grouped by (run, member, kind, partitions), each group's rows in
+    wire order: a member that sends one JoinGroup again (a retry after an error, a rejoin before the
+    group formed) repeats one declaration, which is one finding, not one per request."""
+    groups: dict[tuple, list] = {}
+    for r in sorted(rows, key=lambda r: (r["run"], r["member"], r["line"])):
+        key = (r["run"], r["member"], r["kind"], tuple(tuple(p) for p in tps(r["tps"])))
+        groups.setdefault(key, []).append(r)
+    return groups
+
+
 def check_e5(t: Tables) -> list[dict]:
     coop_members = _coop_members(t)
     # Each read more than once below: built once.
@@ -177,20 +188,21 @@ def check_e5(t: Tables) -> list[dict]:
                              f"{r['line']}), but {since}: a stale claim", members=[r["member"]], culprit=r["member"],
                              partitions=parts, ts=r["ts"],
                              evidence={"wire_line": r["line"], "kind": "stale-claim", "assignment_wire_line": r["sync_line"]}))
-    for r in rows:
+    slack = [r for r in rows if r["kind"] == "slack"]
+    for r in slack:
         parts = tps(r["tps"])
-        if r["kind"] == "stale":
-            msg = f"{r['member']} declared owned {fmt_tps(parts)} in JoinGroup, which its history says it does not own"
-        elif r["kind"] == "missing":
-            msg = f"{r['member']} owns {fmt_tps(parts)} per its history but did not declare them in JoinGroup"
-        else:
-            out.append(violation("E5", r["run"], f"{r['member']} declared owned {fmt_tps(parts)} in JoinGroup (wire line "
-                                 f"{r['line']}) within a heartbeat of its history's assignment or revoke",
-                                 members=[r["member"]], partitions=parts, ts=r["ts"],
-                                 evidence={"wire_line": r["line"], "kind": "slack"}, allowed_by="E5/clock-slack"))
-            continue
-        out.append(violation("E5", r["run"], msg, members=[r["member"]], culprit=r["member"], partitions=parts,
-                             ts=r["ts"], evidence={"wire_line": r["line"], "kind": r["kind"]}))
+        out.append(violation("E5", r["run"], f"{r['member']} declared owned {fmt_tps(parts)} in JoinGroup (wire line "
+                             f"{r['line']}) within a heartbeat of its history's assignment or revoke",
+                             members=[r["member"]], partitions=parts, ts=r["ts"],
+                             evidence={"wire_line": r["line"], "kind": "slack"}, allowed_by="E5/clock-slack"))
+    for (run, member, kind, parts), joins in _same_declarations([r for r in rows if r["kind"] != "slack"]).items():
+        lines = [r["line"] for r in joins]
+        where = "JoinGroup" if len(lines) == 1 else f"{len(lines)} JoinGroups (wire lines {', '.join(map(str, lines))})"
+        what = (f"declared owned {fmt_tps(parts)} in {where}, which its history says it does not own"
+                if kind == "stale" else f"owns {fmt_tps(parts)} per its history but did not declare them in {where}")
+        out.append(violation("E5", run, f"{member} {what}", members=[member], culprit=member, partitions=list(parts),
+                             ts=joins[0]["ts"], evidence={"wire_line": lines[0], "kind": kind,
+                                                          **({"wire_lines": lines} if len(joins) > 1 else {})}))
     for r in v0_rows:
         out.append(violation("E5", r["run"], f"{r['member']} offered {r['protocol_name']} with a v0 subscription, which "
                              "cannot declare owned partitions: a cooperative group cannot keep its partitions",
