@@ -1,5 +1,5 @@
 # The two commands of README.md. Each does all set-up (idempotent) first.
-.PHONY: matrix test test-nightly bootstrap setup setup-all lock
+.PHONY: matrix test test-nightly soak bootstrap setup setup-all lock
 
 matrix: setup            ## set up and run the default compatibility matrix
 	.venv/bin/conformance run
@@ -9,6 +9,9 @@ test: setup-all          ## set up and run the project's tests
 
 test-nightly: setup-all  ## the tests plus the nightly tier (long real cells: every reference fault, ...)
 	.venv/bin/python -m pytest --nightly
+
+soak: setup             ## leak soak: 20 real cells, 5 interrupted with SIGINT; prints what remains (nothing)
+	.venv/bin/python bench/soak.py
 
 bootstrap:
 	bash scripts/bootstrap.sh
