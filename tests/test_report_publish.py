@@ -35,7 +35,8 @@ def reports(tmp_path_factory):
         cooperative_story(shard, cell, **kw)
         shutil.copytree(shard / cell, one / cell)
     site, merged_out = base / "site", base / "one-report"
-    assert main(["report", str(base / "shard-1"), str(base / "shard-2"), "--publish", str(site)]) == 0
+    assert main(["report", str(base / "shard-1"), str(base / "shard-2"), "--publish", str(site),
+                 "--history", str(base / "history")]) == 0
     assert main(["report", str(base / "one"), "--out", str(merged_out)]) == 0
     return base, site, merged_out
 
@@ -64,9 +65,18 @@ def test_published_site_is_complete_in_itself(reports):
     for cell in CELLS:
         for name in ("manifest.json", "wire.jsonl", "nemesis.jsonl", "members/m1.jsonl", "members/m2.jsonl"):
             assert f"runs/{cell}/{name}" in hrefs, (cell, name)
-    # Only the report and the run files: not the judge's working tables.
-    assert sorted(p.name for p in site.iterdir()) == ["allure-results", "index.html", "junit.xml", "matrix.json",
-                                                       "runs", "summary.md"]
+    # Only the report, its history page and the run files: not the judge's working tables.
+    assert sorted(p.name for p in site.iterdir()) == ["allure-results", "history.html", "index.html", "junit.xml",
+                                                       "matrix.json", "runs", "summary.md"]
+
+
+def test_history_keeps_the_merged_shards_as_one_night(reports):
+    base, site, _ = reports
+    [night] = sorted(p.name for p in (base / "history").glob("*.json"))
+    assert night.endswith(f"-{PLAN}.json")
+    assert '<a class="history" href="history.html">' in (site / "index.html").read_text()
+    page = (site / "history.html").read_text()
+    assert "1 night(s)" in page and "rolling-restart" in page
 
 
 def test_every_cell_shows_its_reproduce_command_in_every_format(reports):

@@ -65,6 +65,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     where.add_argument("--publish", type=Path, metavar="DIR",
                        help="write the report and a copy of the run files it links to: a static site in DIR")
     p.add_argument("--spark-master", default=None, metavar="URL", help=f"Spark master URL (default: local[*]): {FORMS}")
+    p.add_argument("--history", type=Path, default=None, metavar="DIR",
+                   help="keep this report's matrix as a night in DIR and write history.html over every night there")
     p.add_argument("--check", action="store_true", help="exit 1 unless every cell passed")
     p.set_defaults(func=run)
 
@@ -102,7 +104,7 @@ def skipped_dirs(roots: list[Path], run_dirs: list[Path]) -> list[tuple[Path, st
 
 
 def build_report(runs: list[Path], out: Path, spark_master: str | None = None,
-                 publish: bool = False) -> tuple[list[dict], dict]:
+                 publish: bool = False, history: bool = False) -> tuple[list[dict], dict]:
     """Judge every run directory under ``runs`` and write the report into ``out``; name what is
     skipped on stderr (one line each). ``publish``: copy the linked run files into ``out`` too."""
     from conformance.pipeline import judge
@@ -131,17 +133,28 @@ def build_report(runs: list[Path], out: Path, spark_master: str | None = None,
         print(one_line(f"conformance: skipped {path}: {why}"), file=sys.stderr)
     if not publish:
         verdicts = judge(run_dirs, out / "pipeline", spark_master)
-        return verdicts, write_site(verdicts, out, timelines(out / "pipeline", spark_master))
+        return verdicts, write_site(verdicts, out, timelines(out / "pipeline", spark_master), history=history)
     # The judge's working tables are not part of a published site: a temporary folder inside it
     # (on the same filesystem, which a Spark cluster's executors see), removed once written.
     with tempfile.TemporaryDirectory(prefix=".judge-", dir=out) as work:
         verdicts = judge(run_dirs, Path(work) / "pipeline", spark_master)
-        return verdicts, write_site(verdicts, out, timelines(Path(work) / "pipeline", spark_master), publish=True)
+        return verdicts, write_site(verdicts, out, timelines(Path(work) / "pipeline", spark_master), publish=True,
+                                    history=history)
 
 
 def run(args: argparse.Namespace) -> int:
     out = args.publish or args.out
-    verdicts, matrix = build_report(args.runs, out, args.spark_master, publish=args.publish is not None)
+    if args.history is not None:
+        ready_dir(args.history, "--history")
+    verdicts, matrix = build_report(args.runs, out, args.spark_master, publish=args.publish is not None,
+                                    history=args.history is not None)
+    if args.history is not None:
+        from conformance.report import history
+
+        night = history.record(matrix, args.history)
+        page = history.render(history.analyse(history.load(args.history)))
+        (out / "history.html").write_text(page, encoding="utf-8")
+        print(f"history: night {night} kept in {args.history}; {out / 'history.html'}")
     s = matrix["summary"]
     cut = f", {s['incomplete']} cut short (incomplete)" if s["incomplete"] else ""
     known = f", {s['known_issue']} known issue(s)" if s.get("known_issue") else ""

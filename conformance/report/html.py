@@ -201,7 +201,8 @@ def _kinds(matrix: dict) -> str:
 
 
 def render(verdicts: list[dict], matrix: dict, timelines: dict[str, dict],
-           links: dict[str, CellLinks] | None = None) -> str:
+           links: dict[str, CellLinks] | None = None, history: bool = False) -> str:
+    """The page; ``history``: link to ``history.html`` beside it (conformance.report.history)."""
     s = matrix["summary"]
     cells = "".join(_cell_section(v, timelines.get(v["run"]), (links or {}).get(v["run"]))
                     for v in sorted(verdicts, key=lambda v: v["run"]))
@@ -209,6 +210,7 @@ def render(verdicts: list[dict], matrix: dict, timelines: dict[str, dict],
         "<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>Conformance report</title>"
         f"<style>{CSS}</style></head><body>"
         "<h1>Consumer-group interoperability conformance (KIP-429)</h1>"
+        + ('<p><a class="history" href="history.html">history across nights</a></p>' if history else "") +
         f"<p>{s['cells']} cell(s): {s['passed']} passed, {s['failed']} failed"
         + (f", {s['known_issue']} known issue(s)" if s.get("known_issue") else "")
         + (f", {s['incomplete']} cut short" if s["incomplete"] else "") + " &middot; matrix entries: "

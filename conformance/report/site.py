@@ -31,7 +31,9 @@ def _atomic(path: Path, text: str) -> None:
 
 
 def write_site(verdicts: list[dict], out_dir: Path, timelines: dict[str, dict] | None = None,
-               publish: bool = False) -> dict:
+               publish: bool = False, history: bool = False) -> dict:
+    """Write the report (see the module); ``history``: index.html links to history.html, which
+    the caller writes (conformance.report.history)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     if publish:
@@ -42,5 +44,5 @@ def write_site(verdicts: list[dict], out_dir: Path, timelines: dict[str, dict] |
     _atomic(out_dir / "summary.md", markdown.render(verdicts, matrix, links))
     _atomic(out_dir / "junit.xml", junit.render(verdicts, links))
     allure.write(verdicts, out_dir / "allure-results", links)
-    _atomic(out_dir / "index.html", html.render(verdicts, matrix, timelines or {}, links))
+    _atomic(out_dir / "index.html", html.render(verdicts, matrix, timelines or {}, links, history))
     return matrix
