@@ -73,6 +73,7 @@ class SoakResult:
     leaked_ports: list[str] = field(default_factory=list)
     leaked_temp: list[str] = field(default_factory=list)
     other_new_listeners: list[str] = field(default_factory=list)
+    stopped: bool = False                 # the soak was stopped (Ctrl-C) before its last run
 
     @property
     def interrupted(self) -> list[CellOutcome]:
@@ -84,7 +85,7 @@ class SoakResult:
 
     @property
     def ok(self) -> bool:
-        return (not self.leaked_processes and not self.leaked_ports and not self.leaked_temp
+        return (not self.stopped and not self.leaked_processes and not self.leaked_ports and not self.leaked_temp
                 and self.interrupted_ok == len(self.interrupted) and all(not c.problems for c in self.cells))
 
     def counts(self) -> str:
@@ -92,7 +93,7 @@ class SoakResult:
         verdicts: dict[str, int] = {}
         for c in done:
             verdicts[str(c.verdict)] = verdicts.get(str(c.verdict), 0) + 1
-        return (f"soak: {len(self.cells)} cells ({len(done)} ran to the end: "
+        return (f"soak{' (stopped early)' if self.stopped else ''}: {len(self.cells)} cells ({len(done)} ran to the end: "
                 + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()))
                 + f"; {len(self.interrupted)} interrupted, {self.interrupted_ok} of them left their run directory "
                 f"and partial verdicts); leaked: {len(self.leaked_processes)} process(es), "
@@ -258,26 +259,42 @@ def run_group(group: int, first: int, files: list[Path], seed: int, clients: str
     watch = Watch(proc.pid)
     watches.append(watch)
     last = f"[{len(files)}/{len(files)}]"
-    wait_s = None
-    phase_seen_at = None
-    signalled = False
     deadline = started + 600 + 300 * len(files)
-    timed_out = False
+    state: dict = {}
+    try:
+        _follow(proc, watch, out_path, last, interrupt_fraction, work, deadline, state)
+    except KeyboardInterrupt:   # the soak itself is stopped: stop the run as Ctrl-C would, then go on
+        os.kill(proc.pid, signal.SIGINT)
+        proc.wait()
+        raise
+    finally:
+        watch.poll()
+    wait_s, signalled, timed_out = state.get("wait_s"), state.get("signalled", False), state.get("timed_out", False)
+    seconds = round(time.monotonic() - started, 1)
+    return _outcomes(runs, files, first, seed, proc.returncode, interrupt_fraction, wait_s, signalled, timed_out,
+                     seconds, out_path)
+
+
+def _follow(proc, watch: Watch, out_path: Path, last: str, interrupt_fraction: float | None, work: Path,
+            deadline: float, state: dict) -> None:
+    """Watch the run until it exits; SIGINT it at its interrupt point (``state`` says when it was due,
+    whether it was sent, whether the run timed out)."""
+    phase_seen_at = None
     while proc.poll() is None:
         watch.poll()
         now = time.monotonic()
-        if interrupt_fraction is not None and not signalled:
+        if interrupt_fraction is not None and not state.get("signalled"):
             if phase_seen_at is None:
                 text = out_path.read_text(errors="replace")
                 if any(last in line and "· phase " in line for line in text.splitlines()):
                     phase_seen_at = now
                     spans = _spans(work)
-                    wait_s = interrupt_fraction * (statistics.median(spans) if spans else 30.0)
-            elif now - phase_seen_at >= wait_s:
+                    state["wait_s"] = interrupt_fraction * (statistics.median(spans) if spans else 30.0)
+            elif now - phase_seen_at >= state["wait_s"]:
                 os.kill(proc.pid, signal.SIGINT)
-                signalled = True
+                state["signalled"] = True
         if now > deadline:
-            timed_out = True
+            state["timed_out"] = True
             os.kill(proc.pid, signal.SIGINT)
             try:
                 proc.wait(120)
@@ -286,8 +303,12 @@ def run_group(group: int, first: int, files: list[Path], seed: int, clients: str
             break
         time.sleep(0.25)
     proc.wait()
-    watch.poll()
-    seconds = round(time.monotonic() - started, 1)
+
+
+def _outcomes(runs: Path, files: list[Path], first: int, seed: int, exit_code: int | None,
+              interrupt_fraction: float | None, wait_s: float | None, signalled: bool, timed_out: bool,
+              seconds: float, out_path: Path) -> list[CellOutcome]:
+    """One outcome per cell of a finished run, from its summary.json and run directories."""
     summary = next(iter(runs.glob("*/summary.json")), None)
     s = json.loads(summary.read_text()) if summary else {}
     by_dir = {Path(v.get("run_dir") or "").name: v for v in s.get("cells") or []}
@@ -295,7 +316,7 @@ def run_group(group: int, first: int, files: list[Path], seed: int, clients: str
     outcomes = []
     for k, f in enumerate(files):
         cut = interrupt_fraction is not None and k == len(files) - 1
-        c = CellOutcome(first + k, seed, wait_s if cut else None, seconds, proc.returncode, interrupted=cut)
+        c = CellOutcome(first + k, seed, wait_s if cut else None, seconds, exit_code, interrupted=cut)
         name = dirs[k] if k < len(dirs) else None
         v = by_dir.get(name or "")
         c.run_dir_kept = name is not None and any(runs.glob(f"*/runs/{name}/manifest.json"))
@@ -305,8 +326,8 @@ def run_group(group: int, first: int, files: list[Path], seed: int, clients: str
             c.partial_verdicts = bool(s.get("interrupted")) and v is not None and "verdict" in v
             if not signalled:
                 c.problems.append("the run ended before its interrupt point")
-        elif proc.returncode not in (0, 1) and not (interrupt_fraction is not None):
-            c.problems.append(f"exit {proc.returncode} (see {out_path})")
+        elif exit_code not in (0, 1) and interrupt_fraction is None:
+            c.problems.append(f"exit {exit_code} (see {out_path})")
         if v is None:
             c.problems.append(f"no verdict in summary.json (see {out_path})")
         if timed_out:
@@ -332,8 +353,15 @@ def soak(work: Path, cells: int = 20, interrupted: int = 5, seed: int = 26, scen
     watches: list[Watch] = []
     first = 0
     for group, last in enumerate(bounds):
-        outcomes = run_group(group, first, files[first:last + 1], seed + group, clients, work, tmp,
-                             fractions.get(last), watches)
+        try:
+            outcomes = run_group(group, first, files[first:last + 1], seed + group, clients, work, tmp,
+                                 fractions.get(last), watches)
+        except KeyboardInterrupt:
+            say(f"soak stopped during run {group} (cells {first}-{last}); counting what the runs so far left")
+            result.stopped = True
+            time.sleep(5)
+            result.leaked_processes += [f"run {group}: {a}" for a in watches[-1].alive()] if watches else []
+            break
         result.cells += outcomes
         alive = watches[-1].alive()
         if alive:
