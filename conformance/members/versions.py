@@ -35,6 +35,8 @@ OLDEST: dict[str, tuple[str, str]] = {
     "java": (config.JAVA_MIN_CLIENT_VERSION,
              f"the Java harness runs kafka-clients {config.JAVA_MIN_CLIENT_VERSION} or later (KIP-429 listener API)"),
     "librdkafka": ("1.9.0", "confluent-kafka before 1.9.0 has no binary wheel for a Python the suite runs (3.10, 3.11)"),
+    "kafka-python": ("2.1.0", "the kafka-python harness commits with OffsetAndMetadata(offset, metadata, "
+                              "leader_epoch), which kafka-python has from 2.1.0"),
     "sarama": ("1.37.0", "the Sarama harness sets Consumer.Group.Rebalance.GroupStrategies, which Sarama has "
                          "from 1.37.0"),
 }
