@@ -62,6 +62,7 @@ class ManagedProcess:
         self.log_path = log_path
         self._popen = popen
         self.started_at = time.time()
+        self._asked_to_stop = False
 
     @property
     def pid(self) -> int:
@@ -73,6 +74,12 @@ class ManagedProcess:
 
     def alive(self) -> bool:
         return self._popen.poll() is None
+
+    @property
+    def exited_unasked(self) -> bool:
+        """True once the process has exited although nobody called :meth:`terminate` or :meth:`kill`
+        (a crash, an abort, or a client that gave up on its own)."""
+        return not self._asked_to_stop and not self.alive()
 
     def _signal_group(self, sig: int) -> None:
         try:
@@ -94,6 +101,7 @@ class ManagedProcess:
 
     def terminate(self, timeout: float = 15.0) -> int:
         """Graceful stop: SIGCONT + SIGTERM to the group, SIGKILL after ``timeout``."""
+        self._asked_to_stop = True
         if self.alive():
             self._signal_group(signal.SIGCONT)
             self._signal_group(signal.SIGTERM)
@@ -105,6 +113,7 @@ class ManagedProcess:
 
     def kill(self) -> int:
         """Crash: SIGKILL to the group, then wait for the exit code."""
+        self._asked_to_stop = True
         self._signal_group(signal.SIGKILL)
         code = self._popen.wait()
         return code

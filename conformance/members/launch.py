@@ -97,6 +97,11 @@ class MemberProcess:
     def alive(self) -> bool:
         return self.proc.alive()
 
+    @property
+    def exited_unasked(self) -> bool:
+        """True once this incarnation has exited without being terminated or killed (a crash)."""
+        return self.proc.exited_unasked
+
     # -- lifecycle
     def started_event(self) -> dict | None:
         """This incarnation's ``started`` event, if it has been written."""

@@ -18,6 +18,10 @@ histories, wire capture, nemesis log, logs). Guarantees:
 - Time bounds (await timeouts) are scenario data; a timeout is not a suite
   error: it is recorded in the manifest's ``notes`` (``await``, ``timeout_ms``
   and the ``state`` the observer saw) and V1 judges it as a violation.
+- A member process that exited although the runner did not stop it (a crash
+  or abort) is noted once per incarnation, when the runner next acts on it:
+  a note in ``notes`` (``exited``, ``code``) and a line in the member's log.
+  The runner then starts it again only where the scenario says so.
 - ``last_fault_ts`` is the last fault before the scenario's end (``end_ts``);
   the stops of teardown are logged in the nemesis log but are not faults of
   the scenario.
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -87,6 +92,7 @@ class CellRun:
     progress: Progress = lambda msg: None
     phase_hook: Callable[[str], Any] | None = None   # allure steps: a context manager per phase
     notes: list[dict[str, Any]] = field(default_factory=list)
+    _exits_noted: set[int] = field(default_factory=set)   # pids whose unasked exit is in notes
     cut_short: str | None = None   # why the scenario did not reach its end (an exception), once it did not
 
     # ------------------------------------------------------------------ setup
@@ -247,6 +253,7 @@ class CellRun:
 
         if slot.running:
             return
+        self._note_unasked_exit(slot)
         def start() -> None:
             slot.proc = launch_member(slot.spec, slot.config, self.run_dir, self.sup)
             slot.paused = False
@@ -256,6 +263,7 @@ class CellRun:
 
     def _stop_all_members(self) -> None:
         for slot in self.slots:
+            self._note_unasked_exit(slot)
             if slot.proc is not None and slot.proc.alive():
                 if slot.paused:
                     slot.proc.resume()
@@ -393,7 +401,28 @@ class CellRun:
         else:  # the parser admits only known verbs
             raise SuiteError(f"{a.source}: no runner for action {a.verb!r}")
 
+    def _note_unasked_exit(self, slot: Slot) -> None:
+        """Record, once per incarnation, that ``slot``'s process exited although the runner did not
+        stop it: a note in the manifest and a line in the member's log, with the exit code (a
+        negative code is the signal that ended it, as :mod:`subprocess` reports it)."""
+        proc = slot.proc
+        if proc is None or proc.pid in self._exits_noted or not proc.exited_unasked:
+            return
+        self._exits_noted.add(proc.pid)
+        code = proc.returncode
+        how = f"signal {signal.Signals(-code).name}" if code is not None and code < 0 and -code in signal.valid_signals() \
+            else f"code {code}"
+        self.notes.append({"ts": now_ms(), "exited": slot.name, "code": code,
+                           "text": f"{slot.name} exited on its own ({how}); the runner had not stopped it"})
+        try:
+            with open(proc.log_path, "a", encoding="utf-8") as log:
+                log.write(f"[conformance runner] {slot.name} exited on its own ({how}) before "
+                          f"{time.strftime('%H:%M:%S')}; the runner had not stopped it\n")
+        except OSError:
+            pass
+
     def _restart(self, slot: Slot, mode: str, down_ms: int) -> None:
+        self._note_unasked_exit(slot)
         if slot.running:
             if mode == "kill":
                 self.nemesis.kill(slot.name, slot.proc)

@@ -323,6 +323,6 @@ def check_v1(t: Tables) -> list[dict]:
         what = "reported a fatal error" if r["had_fatal"] else (
             "crashed (restarted without stopping)" if r["end_kind"] == "restarted" else "never stopped (crashed or hung)")
         out.append(violation("V1", r["run"], f"{r['member']} {what}" + (f": {r['last_error']}" if r["last_error"] else ""),
-                             members=[r["member"]], ts=r["last_ts"],
+                             members=[r["member"]], culprit=r["member"], ts=r["last_ts"],
                              evidence={"incarnation": r["incarnation"], "error": r["last_error"], "end": r["end_kind"]}))
     return out
