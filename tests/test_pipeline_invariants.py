@@ -363,6 +363,10 @@ def test_an_unowned_partition_names_the_member_last_assigned_it(judged):
     # m2 records t-3 lost with no rebalance: its last SyncGroup response still assigns it t-3.
     [v] = _inv(judged, "break-v1-unowned", "V1")["violations"]
     assert v["culprit"] == "m2" and v["evidence"]["last_assigned_to"] == {"t-3": "m2"}, v
-    # Nobody was assigned the withheld partitions in the follow-up: R4 names only the revoker, no culprit.
+    # m1 revokes t-2, t-3 and rejoins at once, but the follow-up round's leader assigns them to
+    # nobody: R4 names only the revoker, and no culprit (the revoker did its part). A revoker
+    # that never rejoins is the culprit: the real no-follow-up-rejoin cell
+    # (tests/test_reference_faults_e2e.py).
     [r4] = _inv(judged, "break-r4", "R4")["violations"]
     assert r4["members"] == ["m1"] and r4["culprit"] is None and r4["evidence"]["assigned_to"] == [], r4
+    assert r4["evidence"]["rejoined"] is True and "sent no JoinGroup" not in r4["message"], r4

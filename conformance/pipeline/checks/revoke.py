@@ -52,6 +52,14 @@ Scope and allowed findings (each rule named in :mod:`conformance.pipeline.checks
   eager assignor (a client runs the protocol all its assignors support).
 - R5: the final generation's protocol is not judged in a run cut short (a
   suite error or Ctrl-C): an upgrade stopped halfway rightly ends eager.
+
+Culprits: R1 names the leader that gave a validly claimed partition to
+another member. R4 names the one member a SyncGroup response gave the revoked
+partition to that never took it; when nobody was given it, the revoker, if it
+sent no JoinGroup after the SyncGroup response that took the partition away
+(KIP-429: a member that revokes rejoins at once, so the follow-up round can
+hand the partition on); otherwise nobody (the leader of a follow-up round that
+left the partition unassigned is L2's to judge).
 """
 
 from __future__ import annotations
@@ -98,7 +106,7 @@ def check_r1(t: Tables) -> list[dict]:
         out.append(violation("R1", r["run"], f"leader {r['leader']} of cooperative generation {r['generation']} gave "
                              f"{fmt_tps(parts)} to {r['to']} although {r['claimant']} validly declared them owned "
                              f"(declared generation {r['sub_gen']})", members=[r["leader"], r["to"], r["claimant"]],
-                             generation=r["generation"], partitions=parts, ts=r["ts"],
+                             culprit=r["leader"], generation=r["generation"], partitions=parts, ts=r["ts"],
                              evidence={"claimant_member_id": r["claimant_id"], "declared_generation": r["sub_gen"],
                                        "join_wire_line": r["claim_line"], "sync_wire_line": r["sync_line"],
                                        "assignment_hex": r["assignment_hex"]}))
@@ -290,19 +298,40 @@ def check_r4(t: Tables) -> list[dict]:
              .where((F.col("g_ts") > F.col("ts")) & (F.col("g_ts") <= F.col("ts") + F.col("revoke_ms"))
                     & (F.col("given_to") != F.col("member")))
              .groupBy("run", "member", "ts").agg(F.collect_set("given_to").alias("given_to")))
+    # Did the revoker rejoin? KIP-429: a member that revoked sends a JoinGroup at once, so the
+    # follow-up round can hand the partitions on. In wire order, no clocks compared: a JoinGroup
+    # request after the revoker's last successful SyncGroup response at or before the revoke (the
+    # response that took the partitions away; the tap forwards it before the client acts on it),
+    # sent within the bound.
+    syncs = (t.frames.where((F.col("api") == "SyncGroup") & (F.col("direction") == "response")
+                            & (F.coalesce("error_code", F.lit(0)) == 0))
+             .select("run", "member", F.col("line").alias("s_line"), F.col("ts").alias("s_ts")))
+    joins = (t.frames.where((F.col("api") == "JoinGroup") & (F.col("direction") == "request"))
+             .select("run", "member", F.col("line").alias("j_line"), F.col("ts").alias("j_ts")))
+    revoking = bad.select("run", "member", "ts", "revoke_ms").distinct()
+    took_away = (revoking.join(syncs, ["run", "member"]).where(F.col("s_ts") <= F.col("ts"))
+                 .groupBy("run", "member", "ts").agg(F.max("s_line").alias("s_line")))
+    rejoined = (revoking.join(took_away, ["run", "member", "ts"]).join(joins, ["run", "member"])
+                .where((F.col("j_line") > F.col("s_line")) & (F.col("j_ts") <= F.col("ts") + F.col("revoke_ms")))
+                .select("run", "member", "ts", F.lit(True).alias("rejoined")).distinct())
     bad, in_window = t.collect_many(
         bad.groupBy("run", "member", "ts", "revoke_ms").agg(F.collect_list(F.struct("topic", "partition")).alias("tps"))
-        .join(given, ["run", "member", "ts"], "left"),
+        .join(given, ["run", "member", "ts"], "left").join(rejoined, ["run", "member", "ts"], "left"),
         in_window.select("run", "member", "ts", "topic", "partition", "window"))
     out = []
     for r in bad:
         given_to = sorted(r["given_to"] or [])
+        stayed_out = not given_to and not r["rejoined"]
         out.append(violation("R4", r["run"], f"{fmt_tps([[x['topic'], x['partition']] for x in r['tps']])} revoked by "
                              f"{r['member']} reached no new owner within {r['revoke_ms']:.0f} ms"
-                             + (f" (assigned to {', '.join(given_to)}, which never took them)" if given_to else ""),
-                             members=[r["member"], *given_to], culprit=given_to[0] if len(given_to) == 1 else None,
+                             + (f" (assigned to {', '.join(given_to)}, which never took them)" if given_to else "")
+                             + (f"; {r['member']} sent no JoinGroup after revoking them (a cooperative member "
+                                "rejoins at once, so the next round can hand them on)" if stayed_out else ""),
+                             members=[r["member"], *given_to],
+                             culprit=given_to[0] if len(given_to) == 1 else r["member"] if stayed_out else None,
                              partitions=[[x["topic"], x["partition"]] for x in r["tps"]], ts=r["ts"],
-                             evidence={"revoke_bound_ms": r["revoke_ms"], "assigned_to": given_to}))
+                             evidence={"revoke_bound_ms": r["revoke_ms"], "assigned_to": given_to,
+                                       "rejoined": bool(r["rejoined"])}))
     out += [violation("R4", r["run"], f"{r['topic']}-{r['partition']} revoked by {r['member']} reached no new owner "
                       f"within the bound, inside the window of {window_text(r['window'])}", members=[r["member"]],
                       partitions=[[r["topic"], r["partition"]]], ts=r["ts"], evidence={"window": r["window"].asDict()},
