@@ -59,17 +59,27 @@ def check_e2(t: Tables) -> list[dict]:
 
 
 def check_e3(t: Tables) -> list[dict]:
+    """A warning per unknown userData blob, naming who wrote it: the member whose JoinGroup request
+    carried it (a subscription) or the leader whose SyncGroup request did (an assignment)."""
     cols = ["run", "member", "ts", "protocol_name", "userdata_hex", "userdata_note"]
-    unknown = t.collect(t.subscriptions.where(F.col("userdata_format") == "unknown").select(*cols, F.lit("subscription").alias("where"))
-               .unionByName(t.assignments.where(F.col("userdata_format") == "unknown")
-                            .select(*cols, F.lit("assignment").alias("where")))
+    subs = t.subscriptions.where(F.col("userdata_format") == "unknown").select(
+        *cols, F.lit("subscription").alias("where"), F.when(F.col("source") == "request", F.col("member")).alias("writer"))
+    assigns = t.assignments.where(F.col("userdata_format") == "unknown").select(
+        *cols, F.lit("assignment").alias("where"), F.when(F.col("source") == "leader", F.col("member")).alias("writer"))
+    unknown = t.collect(subs.unionByName(assigns)
                .groupBy("run", "userdata_hex", "protocol_name", "where")
                .agg(F.min("ts").alias("ts"), F.collect_set("member").alias("members"),
-                    F.first("userdata_note").alias("note")))
-    return [violation("E3", r["run"], f"unknown {r['protocol_name']} userData in {r['where']}: {r['userdata_hex']}"
-                      + (f" ({r['note']})" if r["note"] else ""), members=r["members"], ts=r["ts"],
-                      evidence={"severity": "warning", "userdata_hex": r["userdata_hex"]})
-            for r in unknown]
+                    F.collect_set("writer").alias("writers"), F.first("userdata_note").alias("note")))
+    out = []
+    for r in unknown:
+        writers = sorted(r["writers"] or [])
+        out.append(violation("E3", r["run"], "unknown " + (f"{r['protocol_name']} " if r["protocol_name"] else "")
+                             + f"userData in {r['where']}" + (f" written by {', '.join(writers)}" if writers else "")
+                             + f": {r['userdata_hex']}" + (f" ({r['note']})" if r["note"] else ""),
+                             members=sorted(set(r["members"]) | set(writers)),
+                             culprit=writers[0] if len(writers) == 1 else None, ts=r["ts"],
+                             evidence={"severity": "warning", "userdata_hex": r["userdata_hex"], "written_by": writers}))
+    return out
 
 
 def check_e4(t: Tables) -> list[dict]:

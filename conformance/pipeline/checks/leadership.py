@@ -88,6 +88,12 @@ def leader_sync(t: Tables):
     return t.shared("leader_sync", lambda: t.leader_assignments.dropDuplicates(["run", "generation", "subject_member_id"]))
 
 
+def _clip(text: str, limit: int = 200) -> str:
+    """``text`` on one line, at most ``limit`` characters (the evidence keeps it whole)."""
+    one = " ".join(str(text).split())
+    return one if len(one) <= limit else one[: limit - 3] + "..."
+
+
 def check_l1(t: Tables) -> list[dict]:
     gens = (t.generations.join(t.run_end, "run", "left")
             .join(timing(t.cells).select("run", "session_ms", "complete"), "run", "left"))
@@ -138,7 +144,15 @@ def check_l1(t: Tables) -> list[dict]:
              .groupBy("run", "generation")
              .agg(F.struct(F.first("s_gen").alias("generation"), F.first("s_ts").alias("ts"),
                            F.min_by("error_code", "r_ts").alias("error_code")).alias("stray")))
-    rows = t.collect(g.join(hit, ["run", "generation"], "left").join(stray, ["run", "generation"], "left"))
+    # What the leader's own history says went wrong meanwhile (a client that cannot decode a
+    # subscription reports it as an error and never syncs): its first error event in the window.
+    said = (g.where(F.col("leader").isNotNull())
+            .join(t.events.where(F.col("event") == "error")
+                  .select("run", F.col("member").alias("leader"), F.col("ts").alias("e_ts"), "error"), ["run", "leader"])
+            .where((F.col("e_ts") >= F.col("join_ts")) & (F.col("e_ts") <= window_end))
+            .groupBy("run", "generation").agg(F.min_by("error", "e_ts").alias("leader_error")))
+    rows = t.collect(g.join(hit, ["run", "generation"], "left").join(stray, ["run", "generation"], "left")
+                     .join(said, ["run", "generation"], "left"))
     out = []
     for r in rows:
         run, gen = r["run"], r["generation"]
@@ -169,6 +183,9 @@ def check_l1(t: Tables) -> list[dict]:
                 continue
             # A leader that synced another generation was alive and talking: no fault excuses that.
             cause = "no fault hit it" if not faults else f"a {faults[0]['fault']} does not excuse a leader that synced"
+            if r["leader_error"]:
+                evidence["leader_error"] = r["leader_error"]
+                cause += f"; its history reports: {_clip(r['leader_error'])}"
             out.append(violation("L1", run, f"leader {leader} of generation {gen} {what} and {cause}",
                                  members=[r["leader"]], culprit=r["leader"], generation=gen, ts=r["join_ts"],
                                  evidence=evidence))
