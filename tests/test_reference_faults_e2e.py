@@ -16,6 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from conformance.config import REFERENCE_SLOW_SYNC_DELAY_MS as SLOW_SYNC_DELAY_MS
+from conformance.protocol import decode_subscription
+
 # One real cell per case and its judging: measured 97-98 s clean, 134-198 s with the fault (its `await
 # drained` times out after 60 s on the stalled partitions), on two shared cores.
 pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.timeout(1200)]
@@ -25,7 +28,7 @@ SEED = 20261126
 
 def _run_cell(runs_dir: Path, clients: str) -> tuple[int, dict, str]:
     """``conformance run --scenario rolling-restart --clients CLIENTS``: (exit code, the cell's verdict,
-    the reference member's name)."""
+    the first reference member's name)."""
     proc = subprocess.run([sys.executable, "-m", "conformance", "run", "--scenario", "rolling-restart",
                            "--clients", clients, "--seed", str(SEED), "--runs-dir", str(runs_dir)],
                           capture_output=True, text=True, timeout=1100)
@@ -34,7 +37,7 @@ def _run_cell(runs_dir: Path, clients: str) -> tuple[int, dict, str]:
     assert len(cells) == 1, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
     verdict = cells[0]
     manifest = json.loads((Path(verdict["run_dir"]) / "manifest.json").read_text())
-    [reference] = [m["name"] for m in manifest["members"] if m["kind"] == "reference"]
+    reference = next(m["name"] for m in manifest["members"] if m["kind"] == "reference")
     return proc.returncode, verdict, reference
 
 
@@ -76,3 +79,93 @@ def test_reference_fault_is_caught_with_the_reference_to_blame(tmp_path, fault, 
     if fault == "skip-revoke":   # the runner saw the reference owning partitions twice over
         assert all(reference in v["members"] for v in awaits), awaits
         assert all(reference in v["members"] for v in verdict["invariants"]["R2"]["violations"])
+
+
+# Nightly tier: three more faults, each a real rolling-restart cell (2-4 min), each the root cause
+# of its cell's failure with the reference to blame:
+# - no-follow-up-rejoin: the reference revokes what the leader took from it and then stays out, so
+#   no follow-up round hands those partitions on: R4, the revoker that sent no JoinGroup.
+# - leader-reassigns-owned: the reference leads (it joins first) and gives partitions a member still
+#   declares owned straight to another member: R1, the leader (R2's overlaps follow from it).
+# - subscription-v0: the reference offers cooperative-sticky in a v0 subscription, which cannot
+#   declare owned partitions: E5's v0 flag on its first JoinGroup.
+@pytest.mark.nightly
+@pytest.mark.parametrize("fault, root, says", [
+    ("no-follow-up-rejoin", "R4", "sent no JoinGroup after revoking them"),
+    ("leader-reassigns-owned", "R1", "validly declared them owned"),
+    ("subscription-v0", "E5", "with a v0 subscription, which cannot declare owned partitions"),
+])
+def test_reference_fault_is_the_root_cause(tmp_path, fault, root, says) -> None:
+    code, verdict, reference = _run_cell(tmp_path / "runs", f"reference/{fault},java,librdkafka")
+    failing = sorted(inv for inv, i in verdict["invariants"].items() if i["status"] == "fail")
+    assert code == 1 and root in failing, failing
+    cause = verdict["root_cause"]
+    assert cause["invariant"] == root and cause["culprit"] == reference and says in cause["message"], cause
+    assert all(v["culprit"] == reference for v in verdict["invariants"][root]["violations"]), \
+        verdict["invariants"][root]["violations"]
+
+
+def _wire(verdict: dict) -> list[dict]:
+    with open(Path(verdict["run_dir"]) / "wire.jsonl", encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def _subscriptions(wire: list[dict], member: str) -> list:
+    """Every cooperative-sticky subscription ``member`` sent, decoded."""
+    return [decode_subscription(bytes.fromhex(p["metadata"])) for r in wire
+            if r["member"] == member and r["api"] == "JoinGroup" and r["direction"] == "request"
+            for p in r.get("protocols") or [] if p["name"] == "cooperative-sticky"]
+
+
+# Nightly tier: subscription-v4-trailing, Sarama leading (it joins first). The reference's
+# subscriptions are version 4: the v3 fields, then bytes a newer version would append. A reader must
+# read what it knows and ignore the rest (Java reads a newer version as its highest one). Sarama
+# 1.61.1 refuses the whole subscription ("invalid length"), so as leader it never sends its
+# SyncGroup: L1 names the Sarama leader, and its message carries Sarama's own error.
+@pytest.mark.nightly
+def test_subscription_from_a_newer_version_stops_a_sarama_leader(tmp_path) -> None:
+    code, verdict, reference = _run_cell(tmp_path / "runs", "sarama,reference/subscription-v4-trailing,java")
+    subs = _subscriptions(_wire(verdict), reference)
+    assert subs and all(s.version == 4 and s.trailing for s in subs), subs
+    cause = verdict["root_cause"]
+    assert code == 1 and cause["invariant"] == "L1" and cause["culprit"] == "m0-sarama", cause
+    assert "sent no SyncGroup assignments" in cause["message"] and "invalid length" in cause["message"], cause
+    assert verdict["invariants"]["E1"]["status"] == "pass", verdict["invariants"]["E1"]
+
+
+# Nightly tier: the probes. These faults stay inside the protocol, so the cell must PASS (a finding
+# would be a false alarm), and the wire must show that the probe really happened:
+# - userdata-empty, -null, -minus-one, three references beside Java: formats real clients write
+#   (librdkafka's empty userData; none; a generation of -1 behind the GenerationId, which real Java
+#   members send too), so E3 has nothing to say.
+# - userdata-garbage: ``de ad be`` is no known format: E3's warning (not a failure) names the
+#   reference as its writer.
+# - slow-sync: every SyncGroup of the reference leaves at least SLOW_SYNC_DELAY_MS after its
+#   JoinGroup answer; the group still converges within its bounds.
+@pytest.mark.nightly
+@pytest.mark.parametrize("clients", [
+    "reference/userdata-empty,reference/userdata-null,reference/userdata-minus-one,java",
+    "reference/userdata-garbage,java,librdkafka",
+    "reference/slow-sync,java,librdkafka",
+])
+def test_reference_probe_passes_and_shows_on_the_wire(tmp_path, clients) -> None:
+    code, verdict, reference = _run_cell(tmp_path / "runs", clients)
+    failing = {inv: i["violations"] for inv, i in verdict["invariants"].items() if i["status"] != "pass"}
+    assert code == 0 and verdict["verdict"] == "pass", failing
+    wire, e3 = _wire(verdict), verdict["invariants"]["E3"]["violations"]
+    if "userdata-empty" in clients:
+        refs = ("m0-reference", "m1-reference", "m2-reference")
+        written = {m: {s.user_data for s in _subscriptions(wire, m)} for m in refs}
+        assert written == dict(zip(refs, [{b""}, {None}, {b"\xff\xff\xff\xff"}])), written
+        assert e3 == [], e3
+    elif "userdata-garbage" in clients:
+        warned = [v for v in e3 if v["culprit"] == reference and v["evidence"]["userdata_hex"] == "deadbe"]
+        assert warned and all(v["evidence"]["severity"] == "warning" for v in e3), e3
+        assert f"written by {reference}" in warned[0]["message"], warned
+    else:
+        syncs = [r for r in wire if r["member"] == reference and r["api"] in ("JoinGroup", "SyncGroup")]
+        late = [(j, s) for j, s in zip(syncs, syncs[1:])
+                if j["api"] == "JoinGroup" and j["direction"] == "response" and j.get("error_code") == 0
+                and s["api"] == "SyncGroup" and s["direction"] == "request"]
+        assert late and all(s["ts"] - j["ts"] >= SLOW_SYNC_DELAY_MS for j, s in late), \
+            [(round(s["ts"] - j["ts"])) for j, s in late]
