@@ -31,7 +31,8 @@ One path: ingest (:mod:`conformance.pipeline.ingest`) -> derive
 -> verdicts (:func:`assemble`). Every table is pinned as it is defined
 (:func:`conformance.pipeline.derived.pin`: computed once, when first used; one
 partition when the batch's histories and wire captures total at most
-``config.PIPELINE_ONE_PARTITION_BYTES``). The checks' collects are served by
+``config.PIPELINE_ONE_PARTITION_BYTES``, judged with the plain Spark SQL
+settings of ``config.PIPELINE_ONE_PARTITION_SQL_CONF``). The checks' collects are served by
 one Spark action per round (:class:`conformance.pipeline.batch.CollectBatcher`;
 one round unless a check's query depends on rows it collected); the tables are
 written as Parquet in a background thread meanwhile.
@@ -44,6 +45,7 @@ import os
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 from conformance import config
@@ -233,23 +235,40 @@ def judge(run_dirs: list[Path], out_dir: Path, spark_master: str | None = None,
     def keep(df):
         return derived.pin(df, one_partition)
 
-    inputs, run_ids = ingest.build(spark, run_dirs, out_dir, keep)
-    t = derived.in_memory(inputs, keep)
-    t.pin_shared = True
-    t.one_partition = one_partition
-    clock.lap("ingest")
-    tables = {name: getattr(t, name) for name in (*ingest.TABLE_NAMES, *_DERIVED_WRITTEN)}
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tables") as writer:
-        writing = writer.submit(ingest.write_tables, tables, out_dir / "tables")
-        try:
-            result = _check(spark, t, run_ids, clock, phases,
-                            config.PIPELINE_RESULT_TASKS if one_partition else None)
-            writing.result()
-            clock.lap("writes")
-        finally:
-            t.release_shared()
+    with sql_conf(spark, config.PIPELINE_ONE_PARTITION_SQL_CONF if one_partition else {}):
+        inputs, run_ids = ingest.build(spark, run_dirs, out_dir, keep)
+        t = derived.in_memory(inputs, keep)
+        t.pin_shared = True
+        t.one_partition = one_partition
+        clock.lap("ingest")
+        tables = {name: getattr(t, name) for name in (*ingest.TABLE_NAMES, *_DERIVED_WRITTEN)}
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tables") as writer:
+            writing = writer.submit(ingest.write_tables, tables, out_dir / "tables")
+            try:
+                result = _check(spark, t, run_ids, clock, phases,
+                                config.PIPELINE_RESULT_TASKS if one_partition else None)
+                writing.result()
+                clock.lap("writes")
+            finally:
+                t.release_shared()
     _write_verdicts(result, out_dir)
     return result
+
+
+@contextmanager
+def sql_conf(spark, settings: dict[str, str]):
+    """Runtime SQL settings for the duration of the block; the previous values come back after."""
+    saved = {k: spark.conf.get(k, None) for k in settings}
+    try:
+        for k, v in settings.items():
+            spark.conf.set(k, v)
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
 
 
 def input_bytes(run_dirs: list[Path]) -> int:
