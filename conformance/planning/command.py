@@ -59,7 +59,7 @@ def describe(plan: Plan) -> list[str]:
         cells = plan.shard(i)
         guessed = sum(1 for c in cells if not c.measured)
         note = f" ({guessed} of them without a measured wall, counted at {UNMEASURED_CELL_WALL_S:.0f} s)" if guessed else ""
-        lines.append(f"shard {i}/{plan.shards}: {len(cells)} cells, estimated wall "
+        lines.append(f"shard {i}/{plan.shards}: {len(cells)} cell{'s' if len(cells) != 1 else ''}, estimated wall "
                      f"{_duration(sum(c.estimated_s for c in cells))} of cells (set-up and judging on top){note}")
     return lines
 
