@@ -247,7 +247,7 @@ def test_report_names_every_directory_it_skips(capsys, tmp_path, monkeypatch) ->
     judged: list[list[Path]] = []
     monkeypatch.setattr(pipeline, "judge", lambda run_dirs, out, master=None: judged.append(list(run_dirs)) or [])
     monkeypatch.setattr(timelines, "timelines", lambda out, master=None: {})
-    monkeypatch.setattr(site, "write_site", lambda verdicts, out, tl: {
+    monkeypatch.setattr(site, "write_site", lambda verdicts, out, tl, **kw: {
         "summary": {"cells": 2, "passed": 2, "failed": 0, "incomplete": 0}})
     parent = tmp_path / "reports"
     for cell in ("a", "b", "c"):
@@ -258,6 +258,8 @@ def test_report_names_every_directory_it_skips(capsys, tmp_path, monkeypatch) ->
     (parent / "loose").mkdir()
     (parent / "loose" / "wire.jsonl").write_text("")
     (parent / "m1" / "pipeline" / "tables" / "members").mkdir(parents=True)
+    (parent / "m1" / "pipeline" / "staging").mkdir(parents=True)          # the judge's staged lines: no run
+    (parent / "m1" / "pipeline" / "staging" / "nemesis.jsonl").write_text("")
     empty = tmp_path / "empty"
     empty.mkdir()
 
@@ -330,7 +332,7 @@ def test_setup_refuses_bad_clients_before_installing(capsys, started, monkeypatc
     (["run", "--seed=-1"], "conformance run: argument --seed: '-1' is not a seed: give an integer from 0 to "
                            "9223372036854775807 (see conformance run --help)"),
     ([], "conformance: the following arguments are required: COMMAND (see conformance --help)"),
-    (["report", "somewhere"], "conformance report: the following arguments are required: --out "
+    (["report", "somewhere"], "conformance report: one of the arguments --out --publish is required "
                               "(see conformance report --help)"),
 ])
 def test_a_wrong_option_is_one_line(capsys, argv, line: str) -> None:

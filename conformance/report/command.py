@@ -94,6 +94,8 @@ def skipped_dirs(roots: list[Path], run_dirs: list[Path]) -> list[tuple[Path, st
             if here.resolve() in runs:
                 dirnames[:] = []
                 continue
+            if "runs" in dirnames and "pipeline" in dirnames:  # a matrix directory: its judge's tables are no runs
+                dirnames.remove("pipeline")
             looks_like_run = (here.parent.name == "runs" or {"members", "logs"} <= set(dirnames)
                               or any(f in filenames for f in RUN_FILES))
             if here != root and looks_like_run:
