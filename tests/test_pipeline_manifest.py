@@ -60,3 +60,15 @@ def test_a_wrong_container_is_one_problem(tmp_path):
     assert (m["topics"], m["members"], m["timing"], m["phases"]) == ({}, [], {}, [])
     assert sorted(p.split(" must be ")[0] for p in problems) == [
         "manifest field members", "manifest field phases", "manifest field timing", "manifest field topics"]
+
+
+def test_exit_notes_are_kept_and_a_bad_one_is_a_problem(tmp_path):
+    # The runner notes a member process that ended on its own (here a SIGSEGV, code -11); a
+    # rotate-leader note is for people and ignored; an exit note without a number ts is a problem.
+    _write(tmp_path, {"run_id": "r1", "notes": [
+        {"ts": 1000.5, "exited": "m2-librdkafka", "code": -11, "text": "m2-librdkafka exited on its own"},
+        {"ts": 1001, "rotate-leader": "no leader seen on the wire"},
+        {"ts": "later", "exited": "m1-java", "code": 1}]})
+    m, problems = read_manifest(tmp_path)
+    assert m["exits"] == [{"member": "m2-librdkafka", "ts": 1000.5, "code": -11}]
+    assert len(problems) == 1 and problems[0].startswith("manifest field notes[2] must be an exit note"), problems

@@ -104,7 +104,15 @@ def read_manifest(run_dir: Path) -> tuple[dict[str, Any], list[str]]:
         else:
             bad(f"topics.{topic}", count, "a partition count (an integer >= 0)")
     m["await_timeouts"] = []
+    m["exits"] = []
     for i, note in entries("notes", list, "a list"):
+        if isinstance(note, dict) and "exited" in note:   # a member process that ended on its own
+            if isinstance(note["exited"], str) and _is(note.get("ts"), (int, float)) \
+                    and (note.get("code") is None or _is(note["code"], (int,))):
+                m["exits"].append({"member": note["exited"], "ts": float(note["ts"]), "code": note.get("code")})
+            else:
+                bad(f"notes[{i}]", note, "an exit note with a string exited, a numeric ts and an integer code")
+            continue
         if not isinstance(note, dict) or "await" not in note:
             continue   # other notes (rotate-leader, ...) are for people, not judged
         if isinstance(note.get("await"), str) and _is(note.get("ts"), (int, float)) \

@@ -33,6 +33,8 @@ CELLS = _s(
     ("complete", BooleanType()), ("cut_short", StringType()),
     ("await_timeouts", ArrayType(_s(("ts", DoubleType()), ("await", StringType()), ("timeout_ms", DoubleType()),
                                     ("phase", StringType()), ("state", StringType())))),
+    # Member processes that ended on their own (the runner's exit notes): code < 0 is a signal.
+    ("exits", ArrayType(_s(("member", StringType()), ("ts", DoubleType()), ("code", LongType())))),
 )
 MEMBERS = _s(("run", StringType()), ("member", StringType()), ("spec", StringType()), ("kind", StringType()),
              ("version", StringType()), ("strategies", ArrayType(StringType())), ("group_instance_id", StringType()),

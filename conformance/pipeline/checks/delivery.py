@@ -29,6 +29,8 @@ Allowed anomalies, each with its reason:
 
 from __future__ import annotations
 
+import signal
+
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
@@ -257,6 +259,18 @@ def observation(t: Tables):
             .withColumn("eval_ts", F.coalesce("end_ts", F.least(F.coalesce("first_stop", "run_end_ts"), "run_end_ts"))))
 
 
+def _how_it_ended(code: int | None) -> str | None:
+    """A process exit code as people say it: "was killed by signal SIGSEGV", "exited with code 3"."""
+    if code is None:
+        return None
+    if code < 0:
+        try:
+            return f"was killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
+
+
 def check_v1(t: Tables) -> list[dict]:
     base = observation(t)
     held = (t.partitions.join(base.select("run", "eval_ts", "since"), "run")
@@ -286,6 +300,14 @@ def check_v1(t: Tables) -> list[dict]:
                .join(t.cells.select("run", "complete"), "run").join(last_error, ["run", "file", "incarnation"], "left")
                .where((F.col("end_kind") == "restarted") | ((F.col("end_kind") == "run-end") & F.col("complete"))
                       | (F.coalesce("had_fatal", F.lit(0)) == 1)))
+    # How the process ended, when the runner saw it exit on its own: its first exit note after the
+    # incarnation's last event (the runner notes an exit when it next acts on the member).
+    exits = (t.cells.select("run", F.explode("exits").alias("x"))
+             .select("run", F.col("x.member").alias("member"), F.col("x.ts").alias("x_ts"), F.col("x.code").alias("code")))
+    crashed = (crashed.alias("c").join(exits.alias("x"), (F.col("c.run") == F.col("x.run"))
+                                       & (F.col("c.member") == F.col("x.member"))
+                                       & (F.col("x.x_ts") >= F.col("c.last_ts")), "left")
+               .groupBy(*[F.col(f"c.{c}") for c in crashed.columns]).agg(F.min_by("x.code", "x.x_ts").alias("exit_code")))
     timed_out = (t.cells.where(F.col("complete")).select("run", F.explode("await_timeouts").alias("a"))
                  .select("run", "a.*"))
     # Implicated: the members the runner's observed state names (e.g. "owned twice: ... [m0, m1]").
@@ -322,7 +344,10 @@ def check_v1(t: Tables) -> list[dict]:
     for r in crashed:
         what = "reported a fatal error" if r["had_fatal"] else (
             "crashed (restarted without stopping)" if r["end_kind"] == "restarted" else "never stopped (crashed or hung)")
-        out.append(violation("V1", r["run"], f"{r['member']} {what}" + (f": {r['last_error']}" if r["last_error"] else ""),
+        ended = _how_it_ended(r["exit_code"])
+        out.append(violation("V1", r["run"], f"{r['member']} {what}" + (f"; its process {ended}" if ended else "")
+                             + (f": {r['last_error']}" if r["last_error"] else ""),
                              members=[r["member"]], culprit=r["member"], ts=r["last_ts"],
-                             evidence={"incarnation": r["incarnation"], "error": r["last_error"], "end": r["end_kind"]}))
+                             evidence={"incarnation": r["incarnation"], "error": r["last_error"], "end": r["end_kind"],
+                                       "exit_code": r["exit_code"]}))
     return out
