@@ -38,9 +38,14 @@ VENVS_DIR: Path = CACHE_DIR / "venvs"        # venvs/<kind>-<version>/
 # Pinned versions. Resolved from the registries, not guessed (late 2026).
 # ---------------------------------------------------------------------------
 
-#: Broker versions the suite supports; the first is the default.
-BROKER_VERSIONS: tuple[str, ...] = ("4.4.0", "3.9.2")
+#: Broker versions the suite supports, the newest patch of each minor from 3.7 (KRaft combined
+#: mode with its own storage tool; see conformance.cluster.broker); the first is the default.
+#: A version not installed yet is installed when a run first needs it.
+BROKER_VERSIONS: tuple[str, ...] = ("4.4.0", "4.3.1", "4.2.2", "4.1.2", "4.0.2", "3.9.2", "3.8.1", "3.7.2")
 DEFAULT_BROKER: str = BROKER_VERSIONS[0]
+#: The brokers CI's tests start (``setup --all`` installs them): the default and the newest 3.x.
+#: The nightly tier runs a scenario on every supported broker (tests/test_broker_versions_e2e.py).
+TESTED_BROKERS: tuple[str, ...] = ("4.4.0", "3.9.2")
 
 #: toxiproxy, built from its Go module.
 TOXIPROXY_MODULE: str = "github.com/Shopify/toxiproxy/v2"
@@ -160,9 +165,6 @@ MAVEN_CENTRAL: str = "https://repo.maven.apache.org/maven2"
 
 #: Logging backend added to 3.x brokers (their distribution ships reload4j).
 RELOAD4J_VERSION: str = "1.2.25"
-
-#: Broker versions tried beyond the supported ones (see the cluster report).
-BROKER_VERSIONS_TRIED: tuple[str, ...] = ("3.8.1", "3.7.2")
 
 #: Broker JVM heap and start-to-ready bound.
 BROKER_HEAP: str = "512m"

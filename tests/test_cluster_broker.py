@@ -1,4 +1,5 @@
-"""The embedded cluster against a real broker of every supported version.
+"""The embedded cluster against a real broker of each version CI tests (config.TESTED_BROKERS; the
+nightly tier runs a whole scenario on every supported broker: tests/test_broker_versions_e2e.py).
 
 One Cluster per broker version (module-scoped): each test uses its own
 members (slots) and topics so that the order of tests does not matter.
@@ -28,7 +29,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 TOXIC_MS = 2000
 
 
-@pytest.fixture(scope="module", params=config.BROKER_VERSIONS)
+@pytest.fixture(scope="module", params=config.TESTED_BROKERS)
 def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     run = RunDir.create(tmp_path_factory.mktemp("runs"), f"cluster-{request.param}")
     with Supervisor(run.logs) as sup, Cluster(run, request.param, sup, slots=10) as c:
