@@ -8,7 +8,6 @@ the cache once `conformance setup --all` ran, and none is asked for when it is).
 
 from __future__ import annotations
 
-import json
 import random
 import subprocess
 import sys

@@ -13,7 +13,6 @@ import re
 import shutil
 import xml.etree.ElementTree as ET
 from html import escape, unescape
-from pathlib import Path
 
 import pytest
 
