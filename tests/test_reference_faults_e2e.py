@@ -26,10 +26,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.timeout(1200)]
 SEED = 20261126
 
 
-def _run_cell(runs_dir: Path, clients: str) -> tuple[int, dict, str]:
-    """``conformance run --scenario rolling-restart --clients CLIENTS``: (exit code, the cell's verdict,
-    the first reference member's name)."""
-    proc = subprocess.run([sys.executable, "-m", "conformance", "run", "--scenario", "rolling-restart",
+def _run_cell(runs_dir: Path, clients: str, scenario: str = "rolling-restart") -> tuple[int, dict, str]:
+    """``conformance run --scenario SCENARIO --clients CLIENTS``: (exit code, the cell's verdict, the
+    first reference member's name)."""
+    proc = subprocess.run([sys.executable, "-m", "conformance", "run", "--scenario", scenario,
                            "--clients", clients, "--seed", str(SEED), "--runs-dir", str(runs_dir)],
                           capture_output=True, text=True, timeout=1100)
     [summary] = list(runs_dir.glob("*/summary.json"))
@@ -117,19 +117,45 @@ def _subscriptions(wire: list[dict], member: str) -> list:
             for p in r.get("protocols") or [] if p["name"] == "cooperative-sticky"]
 
 
-# Nightly tier: subscription-v4-trailing, Sarama leading (it joins first). The reference's
-# subscriptions are version 4: the v3 fields, then bytes a newer version would append. A reader must
-# read what it knows and ignore the rest (Java reads a newer version as its highest one). Sarama
-# 1.61.1 refuses the whole subscription ("invalid length"), so as leader it never sends its
-# SyncGroup: L1 names the Sarama leader, and its message carries Sarama's own error.
+# Sarama joins alone and settles, so it leads; the reference and Java join after it. (With the
+# stagger of a built-in scenario, whoever's JoinGroup arrives first leads: a slow Sarama start
+# left the reference leading, and the probe never reached a Sarama leader.)
+SARAMA_LEADS = """name sarama-leads
+describe m0 joins alone and leads; m1 and m2 join a settled group, so m0's leader reads their subscriptions.
+topic orders partitions=12
+producer rate=200
+
+phase lead
+  start m0
+  await stable timeout=60s
+phase join
+  start m1
+  start m2
+  await stable timeout=60s
+  await drained timeout=60s
+"""
+
+
+# Nightly tier: subscription-v4-trailing, Sarama leading. The reference's subscriptions are version
+# 4: the v3 fields, then bytes a newer version would append. A reader must read what it knows and
+# ignore the rest (Java reads a newer version as its highest one). Sarama 1.61.1 refuses the whole
+# subscription ("invalid length"), so as leader it never sends its SyncGroup: L1 names the Sarama
+# leader and quotes Sarama's own errors from its history.
 @pytest.mark.nightly
 def test_subscription_from_a_newer_version_stops_a_sarama_leader(tmp_path) -> None:
-    code, verdict, reference = _run_cell(tmp_path / "runs", "sarama,reference/subscription-v4-trailing,java")
+    scenario = tmp_path / "sarama-leads.scenario"
+    scenario.write_text(SARAMA_LEADS, encoding="utf-8")
+    code, verdict, reference = _run_cell(tmp_path / "runs", "sarama,reference/subscription-v4-trailing,java",
+                                         str(scenario))
     subs = _subscriptions(_wire(verdict), reference)
     assert subs and all(s.version == 4 and s.trailing for s in subs), subs
     cause = verdict["root_cause"]
     assert code == 1 and cause["invariant"] == "L1" and cause["culprit"] == "m0-sarama", cause
-    assert "sent no SyncGroup assignments" in cause["message"] and "invalid length" in cause["message"], cause
+    assert "sent no SyncGroup assignments" in cause["message"], cause
+    l1 = verdict["invariants"]["L1"]["violations"]
+    assert all(v["culprit"] == "m0-sarama" for v in l1), l1
+    # Sarama's own error, quoted from its history: it could not read the reference's subscription.
+    assert any("invalid length" in e for v in l1 for e in v["evidence"].get("leader_errors", [])), l1
     assert verdict["invariants"]["E1"]["status"] == "pass", verdict["invariants"]["E1"]
 
 

@@ -88,7 +88,11 @@ def leader_sync(t: Tables):
     return t.shared("leader_sync", lambda: t.leader_assignments.dropDuplicates(["run", "generation", "subject_member_id"]))
 
 
-def _clip(text: str, limit: int = 200) -> str:
+#: Distinct errors of a leader that did not sync that L1's message quotes (the evidence has all).
+_ERRORS_QUOTED = 3
+
+
+def _clip(text: str, limit: int = 160) -> str:
     """``text`` on one line, at most ``limit`` characters (the evidence keeps it whole)."""
     one = " ".join(str(text).split())
     return one if len(one) <= limit else one[: limit - 3] + "..."
@@ -145,12 +149,16 @@ def check_l1(t: Tables) -> list[dict]:
              .agg(F.struct(F.first("s_gen").alias("generation"), F.first("s_ts").alias("ts"),
                            F.min_by("error_code", "r_ts").alias("error_code")).alias("stray")))
     # What the leader's own history says went wrong meanwhile (a client that cannot decode a
-    # subscription reports it as an error and never syncs): its first error event in the window.
+    # subscription reports it as an error and never syncs): its distinct error events in the window,
+    # in the order each first appeared (a decode failure may come after a commit refused for it).
     said = (g.where(F.col("leader").isNotNull())
             .join(t.events.where(F.col("event") == "error")
                   .select("run", F.col("member").alias("leader"), F.col("ts").alias("e_ts"), "error"), ["run", "leader"])
             .where((F.col("e_ts") >= F.col("join_ts")) & (F.col("e_ts") <= window_end))
-            .groupBy("run", "generation").agg(F.min_by("error", "e_ts").alias("leader_error")))
+            .groupBy("run", "generation", "error").agg(F.min("e_ts").alias("e_ts"))
+            .groupBy("run", "generation")
+            .agg(F.transform(F.sort_array(F.collect_list(F.struct("e_ts", "error"))), lambda e: e["error"])
+                 .alias("leader_errors")))
     rows = t.collect(g.join(hit, ["run", "generation"], "left").join(stray, ["run", "generation"], "left")
                      .join(said, ["run", "generation"], "left"))
     out = []
@@ -183,9 +191,11 @@ def check_l1(t: Tables) -> list[dict]:
                 continue
             # A leader that synced another generation was alive and talking: no fault excuses that.
             cause = "no fault hit it" if not faults else f"a {faults[0]['fault']} does not excuse a leader that synced"
-            if r["leader_error"]:
-                evidence["leader_error"] = r["leader_error"]
-                cause += f"; its history reports: {_clip(r['leader_error'])}"
+            if r["leader_errors"]:
+                errors = list(r["leader_errors"])
+                evidence["leader_errors"] = errors
+                cause += "; its history reports: " + " | ".join(_clip(e) for e in errors[:_ERRORS_QUOTED]) \
+                    + (f" (and {len(errors) - _ERRORS_QUOTED} more)" if len(errors) > _ERRORS_QUOTED else "")
             out.append(violation("L1", run, f"leader {leader} of generation {gen} {what} and {cause}",
                                  members=[r["leader"]], culprit=r["leader"], generation=gen, ts=r["join_ts"],
                                  evidence=evidence))
