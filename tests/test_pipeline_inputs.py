@@ -62,6 +62,18 @@ def test_a_check_is_credited_with_what_a_shared_piece_read_even_when_another_bui
     assert inputs_read(None) == frozenset(INPUTS)
 
 
+def test_a_piece_built_without_a_reading_counts_as_reading_everything():
+    # When the metrics built a shared piece (e.g. "duplicates") on the bare Tables before a check
+    # asked for it, the check was credited with none of the piece's reads: on a damaged input it
+    # could pass instead of reading malformed, depending on which thread came first. The metrics
+    # now read through a Reading too, and an unrecorded piece errs to the safe side.
+    t = _FakeTables()
+    t.shared("piece", lambda: t.events)
+    [d] = readings(t, ["D"]).values()
+    assert d.shared("piece", lambda: d.frames) == "events"
+    assert inputs_read(d) == frozenset(INPUTS)
+
+
 def _viol(run, inv, culprit=None):
     return {"run": run, "invariant": inv, "message": f"{inv} broke", "members": ["m1"], "culprit": culprit,
             "generation": None, "partitions": [], "ts": 5.0, "evidence": {}}

@@ -124,7 +124,9 @@ class Reading:
 
         df = self._t.shared(name, recorded, heavy)
         with self._lock:
-            self._note(self._pieces.get(name, ()))
+            # A piece built without a Reading has no record of its reads: count it as reading
+            # every table (the safe side), never as reading none.
+            self._note(self._pieces.get(name, TABLE_INPUTS.keys()))
         return df
 
 

@@ -299,10 +299,12 @@ def _check(spark, t: derived.Tables, run_ids: dict[str, str], clock: "Phases", p
            result_tasks: int | None = None) -> list[dict]:
     batcher = CollectBatcher(spark, result_tasks)
     t.collector = batcher
-    reading = run_inputs.readings(t, CATALOG)   # which tables (so inputs) each invariant's check reads
+    # Which tables (so inputs) each invariant's check reads. The metrics read through a Reading of
+    # their own: a shared piece they build first is then recorded for the checks that reuse it.
+    reading = run_inputs.readings(t, [*CATALOG, "metrics"])
     tasks = ([lambda: t.collect_many(t.cells, t.members, t.malformed)]
              + [lambda check=check, inv=inv: check(reading[inv]) for inv, (check, _statement) in CATALOG.items()]
-             + [lambda: metrics.compute(t)])
+             + [lambda: metrics.compute(reading["metrics"])])
     results = batcher.run(tasks)
     clock.lap("checks")
     if phases is not None:
