@@ -54,6 +54,19 @@ def _install_handlers() -> None:
     _handlers_installed = True
 
 
+def describe_exit(code: int | None) -> str:
+    """A process's exit code as people say it: "was killed by signal SIGSEGV" (a negative code, as
+    :mod:`subprocess` reports a signal), "exited with code 3", or "is still running" for None."""
+    if code is None:
+        return "is still running"
+    if code < 0:
+        try:
+            return f"was killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
+
+
 class ManagedProcess:
     """One supervised process (and its process group)."""
 

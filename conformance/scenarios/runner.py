@@ -31,14 +31,13 @@ from __future__ import annotations
 
 import re
 import shlex
-import signal
 import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from conformance import __version__, config
-from conformance.cluster.supervisor import Supervisor
+from conformance.cluster.supervisor import Supervisor, describe_exit
 from conformance.errors import SuiteError
 from conformance.history import now_ms
 from conformance.members.harness_config import HarnessConfig
@@ -410,14 +409,13 @@ class CellRun:
             return
         self._exits_noted.add(proc.pid)
         code = proc.returncode
-        how = f"signal {signal.Signals(-code).name}" if code is not None and code < 0 and -code in signal.valid_signals() \
-            else f"code {code}"
+        how = describe_exit(code)
         self.notes.append({"ts": now_ms(), "exited": slot.name, "code": code,
-                           "text": f"{slot.name} exited on its own ({how}); the runner had not stopped it"})
+                           "text": f"{slot.name} {how}, and the runner had not stopped it"})
         try:
             with open(proc.log_path, "a", encoding="utf-8") as log:
-                log.write(f"[conformance runner] {slot.name} exited on its own ({how}) before "
-                          f"{time.strftime('%H:%M:%S')}; the runner had not stopped it\n")
+                log.write(f"[conformance runner] {slot.name} {how} before {time.strftime('%H:%M:%S')}, "
+                          "and the runner had not stopped it\n")
         except OSError:
             pass
 

@@ -29,11 +29,10 @@ Allowed anomalies, each with its reason:
 
 from __future__ import annotations
 
-import signal
-
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
+from conformance.cluster.supervisor import describe_exit
 from conformance.pipeline.checks.common import fault_windows, fmt_tps, timing, violation
 from conformance.pipeline.derived import Tables
 from conformance.pipeline.ingest import broadcast
@@ -259,18 +258,6 @@ def observation(t: Tables):
             .withColumn("eval_ts", F.coalesce("end_ts", F.least(F.coalesce("first_stop", "run_end_ts"), "run_end_ts"))))
 
 
-def _how_it_ended(code: int | None) -> str | None:
-    """A process exit code as people say it: "was killed by signal SIGSEGV", "exited with code 3"."""
-    if code is None:
-        return None
-    if code < 0:
-        try:
-            return f"was killed by signal {signal.Signals(-code).name}"
-        except ValueError:
-            return f"was killed by signal {-code}"
-    return f"exited with code {code}"
-
-
 def check_v1(t: Tables) -> list[dict]:
     base = observation(t)
     held = (t.partitions.join(base.select("run", "eval_ts", "since"), "run")
@@ -344,8 +331,8 @@ def check_v1(t: Tables) -> list[dict]:
     for r in crashed:
         what = "reported a fatal error" if r["had_fatal"] else (
             "crashed (restarted without stopping)" if r["end_kind"] == "restarted" else "never stopped (crashed or hung)")
-        ended = _how_it_ended(r["exit_code"])
-        out.append(violation("V1", r["run"], f"{r['member']} {what}" + (f"; its process {ended}" if ended else "")
+        out.append(violation("V1", r["run"], f"{r['member']} {what}"
+                             + (f"; its process {describe_exit(r['exit_code'])}" if r["exit_code"] is not None else "")
                              + (f": {r['last_error']}" if r["last_error"] else ""),
                              members=[r["member"]], culprit=r["member"], ts=r["last_ts"],
                              evidence={"incarnation": r["incarnation"], "error": r["last_error"], "end": r["end_kind"],
