@@ -41,8 +41,9 @@ def started(monkeypatch, tmp_path):
 
     monkeypatch.setattr(command, "run_matrix", fake_run_matrix)
     monkeypatch.setattr(command, "summary_table", lambda result: "")
-    monkeypatch.setattr(versions, "registry_versions",
-                        lambda kind: {"java": ("2.3.1", "2.4.0", "2.4.1", "3.9.1", "4.3.1", "4.4.0")}.get(kind))
+    java = ("2.3.1", "2.4.0", "2.4.1", "3.9.1", "4.3.1", "4.4.0")
+    monkeypatch.setattr(versions, "registry_says",
+                        lambda kind, version: java if kind == "java" and version not in java else None)
     monkeypatch.setattr(config, "RUNS_DIR", tmp_path / "reports")
     return calls
 
@@ -111,7 +112,7 @@ def test_bad_versions_are_refused_once_before_anything_starts(capsys, started, s
 
 
 def test_installed_version_needs_no_registry(capsys, started, monkeypatch) -> None:
-    monkeypatch.setattr(versions, "registry_versions", lambda kind: pytest.fail("asked a registry"))
+    monkeypatch.setattr(versions, "registry_says", lambda kind, version: pytest.fail("asked a registry"))
     monkeypatch.setattr(versions, "is_installed", lambda spec: True)
     code, err = run_cli(capsys, "run", "--scenario", "crash-restart", "--clients", "reference,java@3.9.1", "--seed", "1")
     assert code == 0, err

@@ -170,7 +170,9 @@ def test_command_line(argv: list[str]) -> None:
 
     patches = [(command, "run_matrix", lambda cells, runs_dir=None, spark_master=None, label="": MatrixResult(_DIR)),
                (command, "summary_table", lambda result: ""),
-               (versions, "registry_versions", lambda kind: ("2.4.0", "4.4.0") if kind == "java" else None),
+               (versions, "registry_says",
+                lambda kind, version: ("2.4.0", "4.4.0") if kind == "java" and version not in ("2.4.0", "4.4.0")
+                else None),
                (versions, "is_installed", lambda spec: False),
                (pipeline, "judge", lambda *a, **k: []),
                (timelines, "timelines", lambda *a, **k: {}),

@@ -1,10 +1,14 @@
 """Member specs: KIND[@VERSION][/FAULT...], with a clear error for every kind of mistake."""
 
+from typing import Iterator
+
 import pytest
 
+from conformance import config, registries
 from conformance.config import DEFAULT_CLIENT_VERSIONS
-from conformance.errors import UsageError
+from conformance.errors import SuiteError, UsageError
 from conformance.members import versions
+from conformance.members.kinds import java
 from conformance.members.spec import MemberSpec, parse_specs
 
 
@@ -89,22 +93,31 @@ def test_versions_that_may_run(kind: str, version: str, listed) -> None:
     assert versions.problem(kind, version, listed) is None
 
 
-def test_check_specs_asks_no_registry_for_an_installed_version_or_the_reference(monkeypatch) -> None:
-    asked: list[str] = []
-    monkeypatch.setattr(versions, "registry_versions", lambda kind: asked.append(kind) or tuple(MAVEN))
-    monkeypatch.setattr(versions, "is_installed", lambda spec: spec.version == "3.9.1")
-    versions.check_specs(parse_specs("java@4.4.0,java@4.4.0,java@3.9.1,reference"))
-    assert asked == ["java"]
-    with pytest.raises(UsageError, match="java@99.99.99"):
-        versions.check_specs(parse_specs("java@4.4.0,java@99.99.99"))
+@pytest.fixture
+def unreachable_registries(monkeypatch) -> Iterator[None]:
+    """Every registry at a closed local port (a real refused connection); answers cached before or
+    during the test are dropped on both sides of it."""
+    monkeypatch.setattr(config, "MAVEN_CENTRAL", "http://127.0.0.1:9")
+    monkeypatch.setattr(registries, "PYPI", "http://127.0.0.1:9")
+    monkeypatch.setenv("GOPROXY", "http://127.0.0.1:9")
+    monkeypatch.setattr(registries, "ATTEMPTS", 1)
+    registries.clear_cache()
+    yield
+    registries.clear_cache()
 
 
-def test_an_unreachable_registry_leaves_the_version_to_the_installer(monkeypatch) -> None:
-    monkeypatch.setattr(versions, "LOOKUPS", {"java": lambda: (_ for _ in ()).throw(OSError("offline"))})
-    versions.registry_versions.cache_clear()
-    try:
-        assert versions.registry_versions("java") is None
-        monkeypatch.setattr(versions, "is_installed", lambda spec: False)
-        versions.check_specs(parse_specs("java@99.99.99"))
-    finally:
-        versions.registry_versions.cache_clear()
+def test_check_specs_asks_no_registry_for_an_installed_version_or_the_reference(unreachable_registries) -> None:
+    assert java.is_installed("4.4.0"), "make test's set-up installs java@4.4.0 (config.TEST_CLIENTS)"
+    versions.check_specs(parse_specs("java@4.4.0,java@4.4.0,reference"))
+    with pytest.raises(UsageError, match="java@2.3.0: the Java harness runs kafka-clients 2.4.0 or later"):
+        versions.check_specs(parse_specs("java@4.4.0,java@2.3.0"))
+
+
+def test_an_unreachable_registry_is_a_suite_error_not_no_such_release(unreachable_registries) -> None:
+    for spec, url in [("java@99.99.99", "http://127.0.0.1:9/org/apache/kafka/kafka-clients/99.99.99/"),
+                      ("librdkafka@2.99.0", "http://127.0.0.1:9/pypi/confluent-kafka/2.99.0/json"),
+                      ("sarama@1.41.9", "http://127.0.0.1:9/github.com/!i!b!m/sarama/@v/v1.41.9.info")]:
+        with pytest.raises(SuiteError) as caught:
+            versions.check_specs(parse_specs(spec))
+        assert not isinstance(caught.value, UsageError)
+        assert f"no answer from {url}" in str(caught.value) and "\n" not in str(caught.value)

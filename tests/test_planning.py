@@ -37,7 +37,7 @@ def started(monkeypatch, tmp_path):
 
     monkeypatch.setattr(command, "run_matrix", fake_run_matrix)
     monkeypatch.setattr(command, "summary_table", lambda result: "")
-    monkeypatch.setattr(versions, "registry_versions", lambda kind: None)  # offline: only what needs no registry
+    monkeypatch.setattr(versions, "registry_says", lambda kind, version: None)  # every release exists
     monkeypatch.setattr(config, "RUNS_DIR", tmp_path / "reports")
     return calls
 

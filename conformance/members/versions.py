@@ -1,56 +1,44 @@
 """Whether a member's ``KIND@VERSION`` exists and can run, decided before a run starts.
 
-:func:`check_specs` is what ``conformance run``, ``reproduce`` and ``setup`` call on the mix,
-once, before anything starts or is installed; :func:`problem` is its decision, a pure function of the kind, the version and
-the versions its registry lists.
+:func:`check_specs` is what ``conformance run``, ``reproduce``, ``plan`` and ``setup`` call on the
+mix, once, before anything starts or is installed; :func:`problem` is its decision once a registry
+has said no, a pure function of the kind, the version and the versions the registry lists.
+
+What each kind knows lives in its module (:mod:`conformance.members.kinds`): ``OLDEST`` and
+``OLDEST_WHY`` (the oldest release its harness runs, and why), ``REGISTRY`` (where its releases
+come from, for messages), ``release_exists(version)`` (the registry asked about that exact
+release), ``listed_versions()`` (what the registry lists, for naming nearby releases) and
+``is_installed(version)``.
 
 Guarantees:
 
 - A version already installed in the cache is accepted at once: no registry is asked.
-- A version below the kind's oldest runnable release (:data:`OLDEST`), and any ``reference``
-  version but the suite's own, is refused without asking a registry.
-- Otherwise the kind's registry is asked once per kind and process (Maven Central for ``java``,
-  PyPI for ``librdkafka`` and ``kafka-python``, the Go module proxy for ``sarama``), and a
-  version it does not list is refused.
-- A refusal is one :class:`~conformance.errors.UsageError` line naming the closest versions
-  that would do (a few, not the registry's whole list).
-- A registry that cannot be asked (no network) is no verdict: the version is left to the
-  installer, which says what failed.
+- A version below the kind's oldest runnable release, and any ``reference`` version but the
+  suite's own, is refused without asking a registry.
+- Otherwise the kind's registry is asked about that exact release (Maven Central by artifact and
+  version, PyPI by release, the Go module proxy by ``@v/VERSION.info``, for Sarama under both
+  module paths): a listing, which can be incomplete, never refuses a version.
+- "no such release" is said only when the registry answers that the release does not exist; the
+  line names the closest releases the registry lists (a few, not its whole list). A release
+  spelt otherwise than the registry spells it (``1.9`` for ``1.9.0``) is refused naming the
+  registry's spelling, so that caches, manifests and known issues name each release one way.
+- A registry that does not answer is a :class:`~conformance.errors.SuiteError` naming the URL it
+  asked (exit 2, before anything starts), never "no such release".
 """
 
 from __future__ import annotations
 
 import re
-import subprocess
 from bisect import bisect_left
-from functools import lru_cache
-from typing import Callable, Iterable, Sequence
+from typing import Iterable, Sequence
 
 from conformance import config
-from conformance.errors import SuiteError, UsageError
+from conformance.errors import UsageError
+from conformance.members.kinds import kind_module
 from conformance.members.spec import MemberSpec
 
-#: The oldest release of each kind the suite can run, and why (from the kinds' modules).
-OLDEST: dict[str, tuple[str, str]] = {
-    "java": (config.JAVA_MIN_CLIENT_VERSION,
-             f"the Java harness runs kafka-clients {config.JAVA_MIN_CLIENT_VERSION} or later (KIP-429 listener API)"),
-    "librdkafka": ("1.9.0", "confluent-kafka before 1.9.0 has no binary wheel for a Python the suite runs (3.10, 3.11)"),
-    "kafka-python": ("2.1.0", "the kafka-python harness commits with OffsetAndMetadata(offset, metadata, "
-                              "leader_epoch), which kafka-python has from 2.1.0"),
-    "sarama": ("1.37.0", "the Sarama harness sets Consumer.Group.Rebalance.GroupStrategies, which Sarama has "
-                         "from 1.37.0"),
-}
-
-#: The registry each kind's versions come from, for messages.
-REGISTRY: dict[str, str] = {
-    "java": "Maven Central (org.apache.kafka:kafka-clients)",
-    "librdkafka": "PyPI (confluent-kafka)",
-    "kafka-python": "PyPI (kafka-python)",
-    "sarama": "the Go module proxy (github.com/IBM/sarama, github.com/Shopify/sarama)",
-}
-
 _RELEASE = re.compile(r"[0-9]+(?:\.[0-9]+)*", re.ASCII)
-#: A Go pseudo-version (a commit): the sarama installer takes it as it is.
+#: A Go pseudo-version (a commit): no listing has it; only the proxy's answer decides.
 _PSEUDO = re.compile(r"^v?0\.0\.0-|^\d+\.\d+\.\d+-0\.")
 
 
@@ -76,110 +64,87 @@ def closest(version: str, valid: Iterable[str], count: int = 4) -> list[str]:
     return list(reversed(ordered[low:high]))
 
 
+def oldest(kind: str) -> tuple[str, str]:
+    """``(oldest runnable release, why)`` of ``kind`` (its module's ``OLDEST``, ``OLDEST_WHY``)."""
+    module = kind_module(kind)
+    return getattr(module, "OLDEST", "0"), getattr(module, "OLDEST_WHY", "")
+
+
+def registry_name(kind: str) -> str:
+    """Where ``kind``'s releases come from, for messages (its module's ``REGISTRY``)."""
+    return getattr(kind_module(kind), "REGISTRY", "its registry")
+
+
 def problem(kind: str, version: str, available: Sequence[str] | None) -> str | None:
     """What is wrong with ``kind@version`` (one line), or None when it may run.
 
-    ``available`` is every version the kind's registry lists, or None when it was not asked
-    (then only what needs no registry is decided: the reference's one version, the kind's
-    oldest runnable release)."""
+    ``available`` is what the kind's registry lists, given once the registry has said that it has
+    no release ``version``; None when no registry was asked (then only what needs no registry is
+    decided: the reference's one version, the kind's oldest runnable release)."""
     spec = f"{kind}@{version}"
     if kind == "reference":
         own = config.DEFAULT_CLIENT_VERSIONS["reference"]
         return None if version == own else (f"{spec}: the reference consumer is part of the suite and has one "
                                             f"version, {own}; write reference or reference@{own}")
-    if kind == "sarama" and _PSEUDO.match(version):
+    if _PSEUDO.match(version) and available is not None:
         return None
-    oldest, why = OLDEST.get(kind, ("0", ""))
-    below = _RELEASE.fullmatch(version) is not None and version_key(version) < version_key(oldest)
+    first, why = oldest(kind)
+    below = _RELEASE.fullmatch(version) is not None and version_key(version) < version_key(first)
     if available is None:
-        return f"{spec}: {why}; choose {oldest} or later" if below else None
-    valid = [v for v in available if _RELEASE.fullmatch(v) and version_key(v) >= version_key(oldest)]
+        return f"{spec}: {why}; choose {first} or later" if below else None
+    valid = [v for v in available if _RELEASE.fullmatch(v) and version_key(v) >= version_key(first)]
     if below:
-        return f"{spec}: {why}; the oldest that run: {', '.join(reversed(closest(oldest, valid)))}"
+        return f"{spec}: {why}; the oldest that run: {', '.join(reversed(closest(first, valid)))}"
     if version in available:
         return None
     same = [v for v in valid if version_key(v) == version_key(version)]
     if same:
         # pip would take 1.9 for 1.9.0; the suite keeps one spelling per release, so that its cache
         # (one install per version), manifests and known issues all name it alike.
-        return (f"{spec}: {REGISTRY.get(kind, 'its registry')} lists this release as {same[0]}; "
-                f"write {kind}@{same[0]}")
+        return f"{spec}: {registry_name(kind)} lists this release as {same[0]}; write {kind}@{same[0]}"
     near = closest(version, valid)
-    return (f"{spec}: {REGISTRY.get(kind, 'its registry')} has no release {version}; "
-            f"closest: {', '.join(near) or 'none'}")
-
-
-def _java_versions() -> list[str]:
-    from conformance.members.kinds import java
-    return list(java.available_versions())
-
-
-def _pypi(package: str) -> Callable[[], list[str]]:
-    def versions() -> list[str]:
-        from conformance.members.kinds.librdkafka import _pypi_versions
-        return _pypi_versions(package)
-    return versions
-
-
-def _sarama_versions() -> list[str]:
-    from conformance.members.kinds.sarama import IBM_MODULE, SHOPIFY_MODULE, module_versions
-    config.GO_DIR.mkdir(parents=True, exist_ok=True)
-    return module_versions(IBM_MODULE) + module_versions(SHOPIFY_MODULE)
-
-
-#: Each kind's registry look-up: every version it lists.
-LOOKUPS: dict[str, Callable[[], list[str]]] = {
-    "java": _java_versions,
-    "librdkafka": _pypi("confluent-kafka"),
-    "kafka-python": _pypi("kafka-python"),
-    "sarama": _sarama_versions,
-}
-
-
-@lru_cache(maxsize=None)
-def registry_versions(kind: str) -> tuple[str, ...] | None:
-    """Every version ``kind``'s registry lists; None when it cannot be asked (no network, no
-    ``go``) or lists nothing (which a reachable registry never does for these packages)."""
-    lookup = LOOKUPS.get(kind)
-    if lookup is None:
-        return None
-    try:
-        found = tuple(lookup())
-    except (SuiteError, OSError, ValueError, subprocess.SubprocessError):
-        return None
-    return found or None
+    return f"{spec}: {registry_name(kind)} has no release {version}; closest: {', '.join(near) or 'none'}"
 
 
 def is_installed(spec: MemberSpec) -> bool:
     """True when the cache already holds what ``spec``'s kind needs at its version (no I/O but stat)."""
-    kind, version = spec.kind, spec.version
+    check = getattr(kind_module(spec.kind), "is_installed", None)
     try:
-        if kind == "java":
-            from conformance.members.kinds import java
-            return java.is_installed(version)
-        if kind in ("librdkafka", "kafka-python"):
-            from conformance.members.kinds.librdkafka import _MARKER, venv_dir
-            return (venv_dir(kind, version) / _MARKER).is_file()
-        if kind == "sarama":
-            from conformance.members.kinds.sarama import binary
-            return binary(version).is_file()
+        return bool(check and check(spec.version))
     except (OSError, ValueError):
         return False
-    return False
+
+
+def registry_says(kind: str, version: str) -> Sequence[str] | None:
+    """None when ``kind``'s registry has release ``version`` (asked by exact version), else what the
+    registry lists, for naming nearby releases. A kind without a registry (its module has no
+    ``release_exists``) has every version its installer accepts. RegistryUnreachable (a SuiteError)
+    when the registry does not answer."""
+    module = kind_module(kind)
+    exists = getattr(module, "release_exists", None)
+    if exists is None or exists(version):
+        return None
+    return tuple(module.listed_versions())
+
+
+def check(kind: str, version: str) -> str | None:
+    """What is wrong with ``kind@version``, asking its registry about the exact release when the
+    cache and the offline rules do not decide (see the module's guarantees); None when it may run.
+    RegistryUnreachable (a SuiteError) when the registry does not answer."""
+    offline = problem(kind, version, None)
+    if offline is not None or kind == "reference" or is_installed(MemberSpec(kind, version)):
+        return offline
+    listed = registry_says(kind, version)
+    if listed is None:
+        return None
+    return problem(kind, version, listed) or f"{kind}@{version}: {registry_name(kind)} has no release {version}"
 
 
 def check_specs(specs: Iterable[MemberSpec]) -> None:
     """UsageError (one line, the closest valid versions) for the first spec whose version does
-    not exist or cannot run; see the module's guarantees. Each distinct ``kind@version`` is
-    checked once."""
+    not exist or cannot run; SuiteError when a registry that must be asked does not answer. Each
+    distinct ``kind@version`` is checked once."""
     for kind, version in dict.fromkeys((s.kind, s.version) for s in specs):
-        if is_installed(MemberSpec(kind, version)):
-            continue
-        offline = problem(kind, version, None)
-        if offline is None and kind in LOOKUPS and not (kind == "sarama" and _PSEUDO.match(version)):
-            listed = registry_versions(kind)
-            found = problem(kind, version, listed) if listed is not None else None
-        else:
-            found = offline
+        found = check(kind, version)
         if found:
             raise UsageError(found)

@@ -8,6 +8,15 @@ Each module named in :data:`KIND_MODULES` provides::
     def command(version: str, config_path: Path) -> tuple[list[str], dict[str, str]]
     def supports_cooperative(version: str) -> bool
     def strategies_supported(version: str) -> list[str]
+
+and, for a kind whose releases come from a registry (see :mod:`conformance.members.versions`)::
+
+    REGISTRY: str                             # where releases come from, for messages
+    OLDEST: str; OLDEST_WHY: str              # the oldest release its harness runs, and why
+    def release_exists(version: str) -> bool  # the registry asked about the exact release
+                                              # (conformance.registries); RegistryUnreachable if no answer
+    def listed_versions() -> Sequence[str]    # what the registry lists, to name nearby releases
+    def is_installed(version: str) -> bool    # the cache holds it (stat only)
 """
 
 from __future__ import annotations

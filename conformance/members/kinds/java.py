@@ -10,8 +10,9 @@ binding matching its slf4j-api) are resolved from Maven Central into
 Guarantees: :func:`ensure` is idempotent (a present install is not touched,
 nothing is fetched) and atomic (built in a temporary directory under
 ``JAVA_DIR`` and renamed into place, under a file lock so concurrent set-ups do
-not race); a version that Maven Central does not have, or one older than
-2.4.0, is a :class:`UsageError` naming the versions that exist.
+not race); a version that Maven Central does not have (asked by artifact and
+version, :func:`release_exists`), or one older than 2.4.0, is a
+:class:`UsageError` naming the versions nearest it.
 """
 
 from __future__ import annotations
@@ -23,20 +24,23 @@ import re
 import shutil
 import subprocess
 import tempfile
-import urllib.request
-import xml.etree.ElementTree as ET
 from contextlib import contextmanager
-from functools import lru_cache
 from pathlib import Path
 from typing import Iterator
 
-from conformance import config
+from conformance import config, registries
 from conformance.errors import SuiteError, UsageError
 from conformance.members.harness_config import STRATEGIES
 
 KIND = "java"
 MAIN_CLASS = "conformance.harness.Main"
-_GROUP_PATH = "org/apache/kafka/kafka-clients"
+MAVEN_GROUP = "org.apache.kafka"
+MAVEN_ARTIFACT = "kafka-clients"
+#: Where releases come from, for messages.
+REGISTRY = f"Maven Central ({MAVEN_GROUP}:{MAVEN_ARTIFACT})"
+#: The oldest release the harness runs, and why.
+OLDEST: str = config.JAVA_MIN_CLIENT_VERSION
+OLDEST_WHY: str = f"the Java harness runs kafka-clients {OLDEST} or later (KIP-429 listener API)"
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -57,28 +61,23 @@ def strategies_supported(version: str) -> list[str]:
     return list(STRATEGIES) if supports_cooperative(version) else ["sticky", "range", "roundrobin"]
 
 
-@lru_cache(maxsize=1)
-def available_versions() -> tuple[str, ...]:
-    """Every kafka-clients release on Maven Central (its maven-metadata.xml)."""
-    url = f"{config.MAVEN_CENTRAL}/{_GROUP_PATH}/maven-metadata.xml"
-    try:
-        with urllib.request.urlopen(url, timeout=30) as resp:
-            root = ET.fromstring(resp.read())
-    except (OSError, ET.ParseError) as exc:
-        raise SuiteError(f"cannot read the kafka-clients versions from {url}: {exc}") from None
-    return tuple(v.text for v in root.iter("version") if v.text)
+def release_exists(version: str) -> bool:
+    """Whether Maven Central has kafka-clients ``version`` (its POM); RegistryUnreachable without an answer."""
+    return registries.maven_has(MAVEN_GROUP, MAVEN_ARTIFACT, version)
+
+
+def listed_versions() -> tuple[str, ...]:
+    """Every kafka-clients release Maven Central's metadata lists (for naming nearby ones)."""
+    return registries.maven_versions(MAVEN_GROUP, MAVEN_ARTIFACT)
 
 
 def check_version(version: str) -> None:
     """UsageError unless ``version`` is a kafka-clients release the harness can run."""
-    releases = [v for v in available_versions()
-                if re.fullmatch(r"\d+\.\d+\.\d+", v) and supports_cooperative(v)]
-    if version not in available_versions():
-        raise UsageError(f"java@{version}: kafka-clients {version} does not exist on Maven Central; "
-                         f"releases from {config.JAVA_MIN_CLIENT_VERSION}: {', '.join(releases)}")
-    if not supports_cooperative(version):
-        raise UsageError(f"java@{version}: the Java harness runs kafka-clients {config.JAVA_MIN_CLIENT_VERSION} "
-                         f"or later (KIP-429 listener API); choose one of: {', '.join(releases)}")
+    from conformance.members.versions import check
+
+    found = check(KIND, version)
+    if found:
+        raise UsageError(found)
 
 
 # --------------------------------------------------------------------------- paths

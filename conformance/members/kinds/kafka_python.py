@@ -15,11 +15,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conformance import config
-from conformance.members.kinds.librdkafka import _vtuple, install_pypi_venv, python_env, venv_python
+from conformance import config, registries
+from conformance.members.kinds.librdkafka import _MARKER, _vtuple, install_pypi_venv, python_env, venv_dir, venv_python
 
 KIND = "kafka-python"
 PYPI_PACKAGE = "kafka-python"
+#: Where releases come from, for messages.
+REGISTRY = f"PyPI ({PYPI_PACKAGE})"
+#: The oldest release the harness runs, and why.
+OLDEST = "2.1.0"
+OLDEST_WHY = ("the kafka-python harness commits with OffsetAndMetadata(offset, metadata, leader_epoch), "
+              "which kafka-python has from 2.1.0")
 HARNESS: Path = config.CLIENTS_DIR / "kafka-python" / "harness.py"
 
 #: Versions exercised by tests/test_harness_kafka_python.py against a real broker.
@@ -37,6 +43,21 @@ def supports_cooperative(version: str) -> bool:
 def strategies_supported(version: str) -> list[str]:
     eager = ["sticky", "range", "roundrobin"] if _vtuple(version) >= (2, 0, 2) else ["range", "roundrobin"]
     return (["cooperative-sticky"] if supports_cooperative(version) else []) + eager
+
+
+def release_exists(version: str) -> bool:
+    """Whether PyPI has kafka-python ``version``; RegistryUnreachable without an answer."""
+    return registries.pypi_has(PYPI_PACKAGE, version)
+
+
+def listed_versions() -> tuple[str, ...]:
+    """Every kafka-python release PyPI records (for naming nearby ones)."""
+    return registries.pypi_versions(PYPI_PACKAGE)
+
+
+def is_installed(version: str) -> bool:
+    """True when the venv of ``version`` is complete (no I/O but stat)."""
+    return (venv_dir(KIND, version) / _MARKER).is_file()
 
 
 def ensure(version: str) -> None:

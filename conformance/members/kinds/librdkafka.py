@@ -52,12 +52,17 @@ import sys
 import time
 from pathlib import Path
 
-from conformance import config
+from conformance import config, registries
 from conformance.errors import SuiteError, UsageError
 from conformance.members.interpreters import find_python
 
 KIND = "librdkafka"
 PYPI_PACKAGE = "confluent-kafka"
+#: Where releases come from, for messages.
+REGISTRY = f"PyPI ({PYPI_PACKAGE})"
+#: The oldest release the suite runs, and why.
+OLDEST = "1.9.0"
+OLDEST_WHY = "confluent-kafka before 1.9.0 has no binary wheel for a Python the suite runs (3.10, 3.11)"
 HARNESS: Path = config.CLIENTS_DIR / "librdkafka" / "harness.py"
 
 #: Versions exercised by tests/test_harness_*.py against a real broker.
@@ -95,22 +100,27 @@ def strategies_supported(version: str) -> list[str]:
     return (["cooperative-sticky"] if supports_cooperative(version) else []) + eager
 
 
+def release_exists(version: str) -> bool:
+    """Whether PyPI has confluent-kafka ``version``; RegistryUnreachable without an answer."""
+    return registries.pypi_has(PYPI_PACKAGE, version)
+
+
+def listed_versions() -> tuple[str, ...]:
+    """Every confluent-kafka release PyPI records (for naming nearby ones)."""
+    return registries.pypi_versions(PYPI_PACKAGE)
+
+
+def is_installed(version: str) -> bool:
+    """True when the venv of ``version`` is complete (no I/O but stat)."""
+    return (venv_dir(KIND, version) / _MARKER).is_file()
+
+
 def venv_dir(kind: str, version: str) -> Path:
     return config.VENVS_DIR / f"{kind}-{version}"
 
 
 def venv_python(kind: str, version: str) -> Path:
     return venv_dir(kind, version) / "bin" / "python"
-
-
-def _pypi_versions(package: str) -> list[str]:
-    """Versions PyPI lists for ``package`` (via ``pip index versions``); [] if unknown."""
-    proc = subprocess.run([sys.executable, "-m", "pip", "index", "versions", package, "--disable-pip-version-check"],
-                          capture_output=True, text=True, timeout=120)
-    for line in proc.stdout.splitlines():
-        if line.strip().startswith("Available versions:"):
-            return [v.strip() for v in line.split(":", 1)[1].split(",") if v.strip()]
-    return []
 
 
 def _wheel_versions(pip_output: str) -> list[str]:
@@ -159,7 +169,7 @@ def install_pypi_venv(kind: str, package: str, version: str, python: Path | None
                 out = proc.stdout + proc.stderr
                 if "No matching distribution" in out or "Could not find a version" in out:
                     wheels = _wheel_versions(out)
-                    listed = _pypi_versions(package)
+                    listed = list(registries.pypi_versions(package))
                     if version in listed:
                         raise UsageError(
                             f"{kind}@{version}: {package} {version} exists on PyPI but has no binary wheel for "

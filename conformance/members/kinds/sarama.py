@@ -6,7 +6,9 @@ Sarama ``vV`` into ``config.SARAMA_DIR/V/harness`` (module cache under
 place) and idempotent (a finished binary is reused).
 
 Module path: releases up to 1.38.1 are ``github.com/Shopify/sarama``; from
-1.40.0 ``github.com/IBM/sarama`` (``go list -m -versions``). The harness
+1.40.0 ``github.com/IBM/sarama``. Which one serves a version is asked of the
+Go module proxy by exact version (:func:`module_for`), since its version lists
+omit versions it serves (IBM v1.41.0 and v1.41.1). The harness
 source imports ``github.com/IBM/sarama``; for a Shopify release the build
 copies the source into its temporary build directory and rewrites that import
 path there (a ``replace`` directive cannot rename a module: Go rejects a
@@ -44,7 +46,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from conformance import config
+from conformance import config, registries
 from conformance.errors import SuiteError, UsageError
 from conformance.members.kinds.librdkafka import _vtuple
 
@@ -55,6 +57,11 @@ SHOPIFY_MODULE = "github.com/Shopify/sarama"
 
 #: Versions exercised by tests/test_harness_sarama.py against a real broker.
 KNOWN_VERSIONS: tuple[str, ...] = ("1.61.1", "1.38.1")
+#: Where releases come from, for messages.
+REGISTRY = f"the Go module proxy ({IBM_MODULE}, {SHOPIFY_MODULE})"
+#: The oldest release the harness builds against, and why.
+OLDEST = "1.37.0"
+OLDEST_WHY = "the Sarama harness sets Consumer.Group.Rebalance.GroupStrategies, which Sarama has from 1.37.0"
 
 FIRST_COOPERATIVE_STRATEGY = (1, 60, 0)
 FIRST_COOPERATIVE_MEMBER = (1, 61, 0)   # IBM/sarama PR 3696
@@ -93,29 +100,31 @@ def go_env() -> dict[str, str]:
     return env
 
 
-def module_versions(module: str) -> list[str]:
-    """Versions of ``module`` on the Go module proxy (without the ``v``); [] if none."""
-    proc = subprocess.run(["go", "list", "-m", "-versions", module], capture_output=True, text=True,
-                          env=go_env(), timeout=300, cwd=config.GO_DIR if config.GO_DIR.is_dir() else None)
-    if proc.returncode != 0:
-        raise SuiteError(f"go list -m -versions {module} failed: {proc.stderr.strip()[-500:]}")
-    return [v.removeprefix("v") for v in proc.stdout.split()[1:]]
+def module_for(version: str) -> str | None:
+    """The module path under which the Go module proxy serves Sarama ``version`` (asked by exact
+    version, ``@v/VERSION.info``; the proxy's version list can omit versions it serves), or None
+    when it serves it under neither. The path of the version's era is asked first (Shopify before
+    1.40). RegistryUnreachable when the proxy does not answer."""
+    ibm_era = not re.match(r"^\d", version) or _vtuple(version) >= FIRST_IBM_MODULE
+    for module in ((IBM_MODULE, SHOPIFY_MODULE) if ibm_era else (SHOPIFY_MODULE, IBM_MODULE)):
+        if registries.go_has(module, version):
+            return module
+    return None
 
 
-def module_for(version: str) -> str:
-    """The module path publishing ``version``; UsageError naming the real versions otherwise."""
-    if re.match(r"^v?0\.0\.0-|^\d+\.\d+\.\d+-0\.", version):  # a pseudo-version of a commit
-        return IBM_MODULE
-    config.GO_DIR.mkdir(parents=True, exist_ok=True)
-    ibm = module_versions(IBM_MODULE)
-    if version in ibm:
-        return IBM_MODULE
-    shopify = module_versions(SHOPIFY_MODULE)
-    if version in shopify:
-        return SHOPIFY_MODULE
-    raise UsageError(f"sarama@{version}: no such release. {IBM_MODULE} has {', '.join(ibm[-12:])} "
-                     f"(and {len(ibm) - 12} older); {SHOPIFY_MODULE} has {', '.join(shopify[-12:])} "
-                     f"(and {len(shopify) - 12} older). Known to work: {', '.join(KNOWN_VERSIONS)}")
+def release_exists(version: str) -> bool:
+    """Whether the Go module proxy serves Sarama ``version`` under either module path."""
+    return module_for(version) is not None
+
+
+def listed_versions() -> tuple[str, ...]:
+    """The versions the proxy lists under both module paths (possibly incomplete: for naming nearby ones)."""
+    return registries.go_versions(IBM_MODULE) + registries.go_versions(SHOPIFY_MODULE)
+
+
+def is_installed(version: str) -> bool:
+    """True when the harness binary of ``version`` is built (no I/O but stat)."""
+    return (config.SARAMA_DIR / version / _MARKER).is_file() and binary(version).is_file()
 
 
 def _go_version() -> str:
@@ -130,6 +139,9 @@ def ensure(version: str) -> None:
     if (target / _MARKER).is_file() and (target / "harness").is_file():
         return
     module = module_for(version)
+    if module is None:
+        from conformance.members.versions import check
+        raise UsageError(check(KIND, version) or f"sarama@{version}: the Go module proxy has no such release")
     config.SARAMA_DIR.mkdir(parents=True, exist_ok=True)
     with open(config.SARAMA_DIR / f".{version}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
