@@ -94,3 +94,7 @@ def test_run_directory_is_complete(slice_run) -> None:
         for name in ("manifest.json", "wire.jsonl", "nemesis.jsonl"):
             assert (run / name).exists(), f"{run.name} lacks {name}"
         assert list((run / "members").glob("*.jsonl")), f"{run.name} has no histories"
+        members = json.loads((run / "manifest.json").read_text())["members"]
+        # The library each member really ran: librdkafka@2.16.1 is confluent-kafka 2.16.1, bundling librdkafka 2.16.0.
+        assert {m["spec"].split("/")[0]: m["library_version"] for m in members} == {
+            "reference@0.1.0": "0.1.0", "java@4.4.0": "4.4.0", "librdkafka@2.16.1": "2.16.0", "sarama@1.61.1": "1.61.1"}

@@ -18,7 +18,7 @@ from conformance import config
 from conformance.errors import UsageError
 from conformance.history import read_history
 from conformance.members.harness_config import HarnessConfig
-from conformance.members.kinds import kafka_python, librdkafka, sarama
+from conformance.members.kinds import kafka_python, librdkafka, library_version, sarama
 
 KINDS = [librdkafka, kafka_python, sarama]
 
@@ -124,3 +124,18 @@ def test_librdkafka_harness_and_its_imports_load_on_the_legacy_python() -> None:
                           text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith("(3, 10)") and "conformance.members.harness_main" in proc.stdout
+
+
+def test_librdkafka_specs_name_the_confluent_kafka_release_and_record_the_real_library() -> None:
+    # confluent-kafka 2.16.1 bundles librdkafka 2.16.0 (libversion()); 2.0.2 bundles 2.0.2.
+    assert librdkafka.is_installed("2.16.1") and librdkafka.is_installed("2.0.2"), "set up by make test"
+    assert library_version("librdkafka", "2.16.1") == "2.16.0"
+    assert library_version("librdkafka", "2.0.2") == "2.0.2"
+    assert (librdkafka.venv_dir("librdkafka", "2.16.1") / librdkafka.LIBRARY_FILE).read_text().strip() == "2.16.0"
+    assert library_version("librdkafka", "2.99.0") is None  # not installed: nothing to read
+    assert library_version("java", "4.4.0") == "4.4.0" and library_version("sarama", "1.38.1") == "1.38.1"
+    listing = subprocess.run([str(config.REPO_ROOT / ".venv" / "bin" / "conformance"), "clients", "list"],
+                             capture_output=True, text=True, timeout=60)
+    assert listing.returncode == 0, listing.stderr
+    row = next(line for line in listing.stdout.splitlines() if line.startswith("librdkafka "))
+    assert "2.16.1 (librdkafka 2.16.0)" in row and "2.0.2 [known:" in row

@@ -5,7 +5,9 @@ Then the deliberate faults a ``reference/FAULT`` spec may name (each explained i
 :mod:`conformance.reference.faults`).
 
 Known versions come from each kind's module (``known_versions()``); a kind whose
-module is not built yet is listed as ``(not built)``. Installing a version is
+module is not built yet is listed as ``(not built)``. A version whose client library is another
+version than the spec's is shown with it once installed: ``librdkafka`` names the confluent-kafka
+release, so ``2.16.1 (librdkafka 2.16.0)``. Installing a version is
 ``conformance setup --clients KIND@VERSION,...``.
 """
 
@@ -17,7 +19,7 @@ from conformance import config
 from conformance.errors import SuiteError
 from conformance.members.install import load_kind
 from conformance.members.known_issues import KNOWN_ISSUES, issues_of
-from conformance.members.kinds import KIND_MODULES
+from conformance.members.kinds import KIND_MODULES, library_version
 from conformance.members.spec import REFERENCE_FAULTS
 
 
@@ -30,9 +32,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _with_issues(kind: str, version: str) -> str:
-    """``version``, followed by the invariants its known issues violate (``2.0.2 [known: D1]``)."""
+    """``version``, then the client library it really runs where that differs (``2.16.1 (librdkafka
+    2.16.0)``, known once installed) and the invariants its known issues violate (``2.0.2 [known: D1]``)."""
     found = issues_of(kind, version)
-    return version + (f" [known: {', '.join(i.invariant for i in found)}]" if found else "")
+    library = library_version(kind, version)
+    shown = version + (f" ({kind} {library})" if library and library != version else "")
+    return shown + (f" [known: {', '.join(i.invariant for i in found)}]" if found else "")
 
 
 def rows() -> list[tuple[str, str, str]]:

@@ -41,6 +41,7 @@ from conformance.cluster.supervisor import Supervisor, describe_exit
 from conformance.errors import SuiteError
 from conformance.history import now_ms
 from conformance.members.harness_config import HarnessConfig
+from conformance.members.kinds import library_version
 from conformance.members.spec import MemberSpec
 from conformance.nemesis import Nemesis, NemesisLog
 from conformance.rundir import RunDir
@@ -108,7 +109,9 @@ class CellRun:
             "members": [
                 {"name": s.name, "spec": str(s.spec), "kind": s.spec.kind, "version": s.spec.version,
                  "faults": list(s.spec.faults), "strategies": list(s.config.assignment_strategies),
-                 "group_instance_id": s.config.group_instance_id}
+                 "group_instance_id": s.config.group_instance_id,
+                 # The client library the member really ran (librdkafka inside confluent-kafka: 2.16.1 has 2.16.0).
+                 "library_version": library_version(s.spec.kind, s.spec.version)}
                 for s in self.slots
             ],
             "expected_protocol": self.expected_protocol,

@@ -17,6 +17,10 @@ and, for a kind whose releases come from a registry (see :mod:`conformance.membe
                                               # (conformance.registries); RegistryUnreachable if no answer
     def listed_versions() -> Sequence[str]    # what the registry lists, to name nearby releases
     def is_installed(version: str) -> bool    # the cache holds it (stat only)
+
+Optional: ``library_version(version) -> str | None``, the version of the client library the
+installed kind really runs, when it can differ from the spec's (librdkafka: the spec names the
+confluent-kafka release); see :func:`library_version`.
 """
 
 from __future__ import annotations
@@ -41,3 +45,11 @@ def kind_module(kind: str) -> ModuleType:
         return importlib.import_module(KIND_MODULES[kind])
     except KeyError:
         raise UsageError(f"unknown member kind {kind!r}; known: {', '.join(KIND_MODULES)}") from None
+
+
+def library_version(kind: str, version: str) -> str | None:
+    """The client library version a ``kind@version`` member runs: the kind module's
+    ``library_version(version)`` where it has one (None when that cannot be read: not installed),
+    else ``version`` itself (the harness is built against exactly that release)."""
+    read = getattr(kind_module(kind), "library_version", None)
+    return read(version) if read is not None else version

@@ -1,8 +1,18 @@
 """Member kind ``librdkafka``: librdkafka through confluent-kafka-python.
 
-``librdkafka@V`` means the confluent-kafka wheel ``V`` from PyPI (which bundles
-the librdkafka of the same version), installed in its own virtual environment
-``config.VENVS_DIR/librdkafka-V`` so several versions coexist. The harness is
+``librdkafka@V`` means the confluent-kafka wheel ``V`` from PyPI, installed in
+its own virtual environment ``config.VENVS_DIR/librdkafka-V`` so several
+versions coexist.
+
+Naming: a member spec names the confluent-kafka release (the unit PyPI serves
+and the cache holds), never the librdkafka inside it. The bundled librdkafka is
+usually the same version, but not always: confluent-kafka 2.16.1 bundles
+librdkafka 2.16.0. So the real library version (``confluent_kafka.libversion()``,
+read once from the installed venv: :func:`library_version`) is recorded beside
+the spec: in the harness's ``started`` event (``librdkafka_version``), in the
+manifest's member entries (``library_version``) and in ``conformance clients
+list``; known issues, which upstream documents by librdkafka version, are
+matched on the spec's version (for the releases in the table the two agree). The harness is
 ``clients/librdkafka/harness.py`` run by that venv's interpreter with the
 repository root on ``PYTHONPATH`` (it imports :mod:`conformance.history`).
 
@@ -204,6 +214,36 @@ def ensure(version: str) -> None:
     if needs_legacy_python(version) and not (venv_dir(KIND, version) / _MARKER).is_file():
         python = find_python(config.LEGACY_PYTHON)
     install_pypi_venv(KIND, PYPI_PACKAGE, version, python)
+    library_version(version)
+
+
+#: The file in a venv holding the librdkafka version its confluent-kafka bundles (written once).
+LIBRARY_FILE = ".librdkafka-version"
+
+
+def library_version(version: str) -> str | None:
+    """The librdkafka version that confluent-kafka ``version`` bundles (``libversion()``), read once
+    from the installed venv and kept in it; None when that version is not installed or its
+    interpreter cannot say (a broken venv: the run's own start reports that)."""
+    venv = venv_dir(KIND, version)
+    if not (venv / _MARKER).is_file():
+        return None
+    kept = venv / LIBRARY_FILE
+    if kept.is_file():
+        return kept.read_text(encoding="utf-8").strip() or None
+    try:
+        proc = subprocess.run([str(venv_python(KIND, version)), "-c",
+                               "import confluent_kafka; print(confluent_kafka.libversion()[0])"],
+                              capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin"})
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = proc.stdout.strip()
+    if proc.returncode != 0 or not re.fullmatch(r"[0-9][0-9A-Za-z.\-+]*", found):
+        return None
+    tmp = venv / f"{LIBRARY_FILE}.{os.getpid()}"
+    tmp.write_text(found + "\n", encoding="utf-8")
+    os.replace(tmp, kept)
+    return found
 
 
 def python_env() -> dict[str, str]:
