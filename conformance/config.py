@@ -32,6 +32,7 @@ TOXIPROXY_DIR: Path = CACHE_DIR / "toxiproxy"  # toxiproxy/<version>/toxiproxy-s
 GO_DIR: Path = CACHE_DIR / "go"              # GOPATH (module cache) for Go builds
 JAVA_DIR: Path = CACHE_DIR / "java"          # java/harness.jar, java/kafka-clients-<v>/*.jar
 SARAMA_DIR: Path = CACHE_DIR / "sarama"      # sarama/<version>/harness
+FRANZ_GO_DIR: Path = CACHE_DIR / "franz-go"  # franz-go/<version>/harness
 VENVS_DIR: Path = CACHE_DIR / "venvs"        # venvs/<kind>-<version>/
 
 # ---------------------------------------------------------------------------
@@ -63,6 +64,7 @@ DEFAULT_CLIENT_VERSIONS: dict[str, str] = {
     "librdkafka": "2.16.1",
     "sarama": "1.61.1",
     "kafka-python": "3.0.12",
+    "franz-go": "1.22.3",
 }
 
 #: The default member mix of ``conformance run``: one member of each kind.
@@ -96,6 +98,8 @@ TEST_CLIENTS: tuple[str, ...] = (
     "sarama@1.38.1",
     "kafka-python@3.0.12",
     "kafka-python@2.3.3",
+    "franz-go@1.22.3",
+    "franz-go@1.7.0",     # oldest the harness builds against (kgo.Client.GroupMetadata)
 )
 
 # ---------------------------------------------------------------------------
@@ -248,6 +252,10 @@ GOLDEN_SARAMA_RELEASES: tuple[tuple[str, str, str], ...] = (
     ("github.com/IBM/sarama", "v1.60.1", "sarama_gen,sarama_coop"),
     ("github.com/IBM/sarama", "v1.61.1", "sarama_gen,sarama_coop"),
 )
+
+#: franz-go releases whose balancers write the franz-go vectors (clients/franz-go/golden): 1.7.0
+#: (the harness's oldest), 1.20.2 and the newest.
+GOLDEN_FRANZ_GO_VERSIONS: tuple[str, ...] = ("1.7.0", "1.20.2", "1.22.3")
 
 #: kafka-python releases (each in its own venv VENVS_DIR/golden-kafka-python-<v>).
 GOLDEN_KAFKA_PYTHON_VERSIONS: tuple[str, ...] = ("2.3.3", "3.0.12")

@@ -1,4 +1,4 @@
-"""The three kind modules (contract section 8): capabilities, commands, version errors.
+"""The kind modules (contract section 8): capabilities, commands, version errors.
 
 Capability answers come from the clients' own sources (see each module's
 docstring). The version-error tests ask the real registries (PyPI, the Go
@@ -18,9 +18,9 @@ from conformance import config
 from conformance.errors import UsageError
 from conformance.history import read_history
 from conformance.members.harness_config import HarnessConfig
-from conformance.members.kinds import kafka_python, librdkafka, library_version, sarama
+from conformance.members.kinds import franz_go, kafka_python, librdkafka, library_version, sarama
 
-KINDS = [librdkafka, kafka_python, sarama]
+KINDS = [librdkafka, kafka_python, sarama, franz_go]
 
 
 @pytest.mark.parametrize("mod", KINDS, ids=lambda m: m.KIND)
@@ -40,6 +40,9 @@ def test_cooperative_support_boundaries() -> None:
     assert sarama.supports_cooperative("1.61.0") and not sarama.supports_cooperative("1.60.2")
     assert "cooperative-sticky" in sarama.strategies_supported("1.60.1")
     assert "cooperative-sticky" not in sarama.strategies_supported("1.38.1")
+    # franz-go: CooperativeStickyBalancer in every 1.x (kgo's default balancer); ServerSideBalancer from 1.22.0.
+    assert franz_go.supports_cooperative("1.7.0") and franz_go.strategies_supported("1.7.0")[0] == "cooperative-sticky"
+    assert franz_go.supports_server_side_balancer("1.22.0") and not franz_go.supports_server_side_balancer("1.21.7")
 
 
 def test_strategies_are_canonical_and_match_each_client() -> None:
@@ -60,6 +63,8 @@ def test_commands_name_the_version_and_config(tmp_path: Path) -> None:
     assert "kafka-python-3.0.12" in argv[0] and argv[1].endswith("clients/kafka-python/harness.py")
     argv, env = sarama.command("1.38.1", cfg)
     assert argv == [str(config.SARAMA_DIR / "1.38.1" / "harness"), str(cfg)]
+    argv, env = franz_go.command("1.7.0", cfg)
+    assert argv == [str(config.FRANZ_GO_DIR / "1.7.0" / "harness"), str(cfg)] and env == {}
 
 
 @pytest.mark.slow
@@ -79,6 +84,32 @@ def test_go_version_error_names_both_module_paths() -> None:
         sarama.ensure("1.39.7")
     assert sarama.module_for("1.38.1") == sarama.SHOPIFY_MODULE
     assert sarama.module_for("1.61.1") == sarama.IBM_MODULE
+
+
+@pytest.mark.slow
+def test_franz_go_version_errors_ask_the_proxy_by_exact_version() -> None:
+    with pytest.raises(UsageError, match=r"^franz-go@1\.6\.0: .*GroupMetadata.*; choose 1\.7\.0 or later"):
+        franz_go.ensure("1.6.0")
+    with pytest.raises(UsageError, match=r"^franz-go@1\.21\.99: the Go module proxy \(github.com/twmb/franz-go\) "
+                                         r"has no release 1\.21\.99; closest: .*1\.21\.7"):
+        franz_go.ensure("1.21.99")
+    assert not (config.FRANZ_GO_DIR / "1.21.99").exists()
+    assert franz_go.release_exists("1.7.0") and "1.22.3" in franz_go.listed_versions()
+
+
+@pytest.mark.slow
+def test_franz_go_refuses_the_consumer_group_protocol_with_a_fatal_error(tmp_path: Path) -> None:
+    """KIP-848 is not wired into the harness yet: it says so in its history and exits 2, not silently classic."""
+    franz_go.ensure("1.22.3")
+    cfg = HarnessConfig(member="m1", client="franz-go", client_version="1.22.3",
+                        bootstrap_servers=f"{config.HOST}:9", group_id="g", topics=["t"],
+                        history_path=str(tmp_path / "m1.jsonl"), group_protocol="consumer")
+    argv, env = franz_go.command("1.22.3", cfg.write(tmp_path / "m1.json"))
+    proc = subprocess.run(argv, env={**env, "PATH": "/usr/bin:/bin"}, capture_output=True, timeout=60)
+    assert proc.returncode == 2
+    events = [e for _, e, problem in read_history(open(tmp_path / "m1.jsonl")) if not problem]
+    assert [e["event"] for e in events] == ["started", "error"]
+    assert events[1]["fatal"] is True and "classic\" only" in events[1]["error"]
 
 
 @pytest.mark.slow

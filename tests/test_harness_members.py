@@ -1,4 +1,4 @@
-"""The librdkafka, kafka-python and Sarama harnesses against a real broker.
+"""The librdkafka, kafka-python, Sarama and franz-go harnesses against a real broker.
 
 For each kind, a new and an old release:
 
@@ -46,6 +46,8 @@ CASES = [
     ("kafka-python", "2.3.3", ["sticky", "range"]),
     ("sarama", "1.61.1", ["cooperative-sticky"]),
     ("sarama", "1.38.1", ["sticky", "range"]),
+    ("franz-go", "1.22.3", ["cooperative-sticky"]),
+    ("franz-go", "1.7.0", ["sticky", "range"]),
 ]
 IDS = [f"{k}@{v}" for k, v, _ in CASES]
 

@@ -17,7 +17,8 @@ def test_clients_list_shows_every_kind_with_default_and_known_versions(capsys: p
     assert main(["clients", "list"]) == 0
     table, known, faults = capsys.readouterr().out.split("\n\n")
     rows = {line.split()[0]: line for line in table.splitlines()[1:]}
-    assert set(rows) == {"reference", "java", "librdkafka", "sarama", "kafka-python"}
+    assert set(rows) == {"reference", "java", "librdkafka", "sarama", "kafka-python", "franz-go"}
+    assert rows["franz-go"].split()[1:] == ["1.22.3", "1.22.3,", "1.7.0"]
     assert "4.4.0" in rows["java"] and "2.4.1, 2.8.2, 3.9.2, 4.4.0" in rows["java"]
     # Each version with known issues names their invariants, and the table says what they are.
     assert "1.38.1 [known: D2]" in rows["sarama"] and "1.61.1," in rows["sarama"]

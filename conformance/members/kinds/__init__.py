@@ -36,6 +36,7 @@ KIND_MODULES: dict[str, str] = {
     "librdkafka": "conformance.members.kinds.librdkafka",
     "sarama": "conformance.members.kinds.sarama",
     "kafka-python": "conformance.members.kinds.kafka_python",
+    "franz-go": "conformance.members.kinds.franz_go",
 }
 
 

@@ -1,0 +1,417 @@
+// Command harness is the franz-go member of the conformance suite: one
+// consumer group member (package kgo) that reads the harness JSON config (its
+// only argument) and writes the event history (conformance/history.py) as JSON
+// lines, one unbuffered write per event.
+//
+// It is built once per franz-go version by
+// conformance/members/kinds/franz_go.py, which writes the go.mod requiring
+// github.com/twmb/franz-go at that version. It uses only APIs franz-go has had
+// since 1.7.0 (Client.GroupMetadata is the newest of them).
+//
+// Mapping of kgo's group callbacks onto history events (every event carries
+// the member id and generation of kgo's Client.GroupMetadata at that moment,
+// and `protocol` as described in balancers.go):
+//
+//   - BlockRebalanceOnPoll is on: kgo calls OnPartitions{Assigned,Revoked,Lost}
+//     only between polls (after AllowRebalance), never while polled records
+//     are being processed, as Java calls its listener inside poll(). So a
+//     `consumed` event is always written for a partition the history owns.
+//   - OnPartitionsAssigned: `assigned` with the partitions given (cooperative:
+//     the ones added; eager: the whole new set).
+//   - OnPartitionsRevoked (cooperative: what the leader took away; eager: the
+//     whole set at the end of a session; and everything when leaving): commit
+//     the revoked partitions' consumed offsets (sync-batch, on-revoke), then
+//     `revoked`. kgo also calls it with nothing at every session's end; then
+//     nothing is recorded.
+//   - OnPartitionsLost (kgo's "fatal" group errors: UNKNOWN_MEMBER_ID,
+//     ILLEGAL_GENERATION, a session that timed out): `lost`, no commit.
+//   - Commit modes: auto -> kgo's autocommit (its interval), and in
+//     OnPartitionsRevoked the blocking CommitUncommittedOffsets kgo's own
+//     default revoke callback would make (not recorded: the client commits);
+//     sync-batch -> after each poll's records are processed, one CommitRecords
+//     of the last record of each partition, recorded as `committed` with its
+//     error (kgo returns the request's or the first partition's error);
+//     on-revoke -> CommitRecords only in OnPartitionsRevoked.
+//   - Errors that kgo injects into a poll (fetch errors, group session errors)
+//     are `error` events with `fatal: false`.
+//   - SIGTERM/SIGINT: stop polling, CloseAllowingRebalance (which revokes
+//     everything through OnPartitionsRevoked, commits per mode and sends
+//     LeaveGroup unless the member is static), `stopped`, exit 0. A client
+//     that cannot be created, or a group protocol the harness does not run,
+//     writes a fatal `error` and exits 2.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Config is the harness contract's JSON config (conformance/members/harness_config.py).
+type Config struct {
+	Member               string         `json:"member"`
+	Client               string         `json:"client"`
+	ClientVersion        string         `json:"client_version"`
+	ClientID             string         `json:"client_id"`
+	BootstrapServers     string         `json:"bootstrap_servers"`
+	GroupID              string         `json:"group_id"`
+	Topics               []string       `json:"topics"`
+	AssignmentStrategies []string       `json:"assignment_strategies"`
+	GroupProtocol        string         `json:"group_protocol"`
+	GroupInstanceID      *string        `json:"group_instance_id"`
+	SessionTimeoutMs     int            `json:"session_timeout_ms"`
+	HeartbeatIntervalMs  int            `json:"heartbeat_interval_ms"`
+	MaxPollIntervalMs    int            `json:"max_poll_interval_ms"`
+	CommitMode           string         `json:"commit_mode"`
+	ProcessingDelayMs    int            `json:"processing_delay_ms"`
+	AutoOffsetReset      string         `json:"auto_offset_reset"`
+	HistoryPath          string         `json:"history_path"`
+	RackID               *string        `json:"rack_id"`
+	Extra                map[string]any `json:"extra"`
+}
+
+// History appends events to the member's JSONL history; safe for concurrent use.
+type History struct {
+	mu   sync.Mutex
+	f    *os.File
+	base map[string]any
+	ctx  map[string]any
+}
+
+func openHistory(cfg *Config) (*History, error) {
+	f, err := os.OpenFile(cfg.HistoryPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &History{f: f, base: map[string]any{"member": cfg.Member, "client": cfg.Client,
+		"client_version": cfg.ClientVersion}, ctx: map[string]any{}}, nil
+}
+
+func (h *History) setContext(key string, value any) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ctx[key] = value
+}
+
+// Record writes one event line: ts, the common fields, the context, then fields.
+func (h *History) Record(event string, fields map[string]any) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	entry := map[string]any{"ts": float64(time.Now().UnixNano()) / 1e6, "event": event}
+	for k, v := range h.base {
+		entry[k] = v
+	}
+	for k, v := range h.ctx {
+		entry[k] = v
+	}
+	for k, v := range fields {
+		entry[k] = v
+	}
+	line, err := json.Marshal(entry)
+	if err != nil {
+		line, _ = json.Marshal(map[string]any{"ts": entry["ts"], "event": "error", "member": h.base["member"],
+			"client": h.base["client"], "client_version": h.base["client_version"],
+			"error": "history: cannot encode " + event + ": " + err.Error(), "fatal": false})
+	}
+	h.f.Write(append(line, '\n'))
+}
+
+type tp struct {
+	Topic     string
+	Partition int32
+}
+
+func tpList(tps []tp) [][]any {
+	sort.Slice(tps, func(i, j int) bool {
+		if tps[i].Topic != tps[j].Topic {
+			return tps[i].Topic < tps[j].Topic
+		}
+		return tps[i].Partition < tps[j].Partition
+	})
+	out := make([][]any, 0, len(tps))
+	for _, t := range tps {
+		out = append(out, []any{t.Topic, t.Partition})
+	}
+	return out
+}
+
+func flatten(m map[string][]int32) []tp {
+	var out []tp
+	for topic, parts := range m {
+		for _, p := range parts {
+			out = append(out, tp{topic, p})
+		}
+	}
+	return out
+}
+
+// Member is the harness's state: what it owns and what it consumed but has not committed.
+type Member struct {
+	cfg  *Config
+	hist *History
+	cl   *kgo.Client
+
+	mu          sync.Mutex
+	owned       map[tp]bool
+	uncommitted map[tp]*kgo.Record // last processed record of each owned partition, not committed yet
+}
+
+// groupContext refreshes member_id and generation from the client.
+func (m *Member) groupContext(cl *kgo.Client) {
+	id, gen := cl.GroupMetadata()
+	if id != "" {
+		m.hist.setContext("member_id", id)
+	}
+	if gen >= 0 {
+		m.hist.setContext("generation", gen)
+	}
+}
+
+// commit synchronously commits the uncommitted records of tps and records `committed`; m.mu must be held.
+func (m *Member) commit(ctx context.Context, cl *kgo.Client, tps []tp) {
+	var records []*kgo.Record
+	var offsets [][]any
+	for _, k := range tps {
+		if r := m.uncommitted[k]; r != nil {
+			records = append(records, r)
+			offsets = append(offsets, []any{k.Topic, k.Partition, r.Offset + 1})
+		}
+	}
+	if len(records) == 0 {
+		return
+	}
+	sort.Slice(offsets, func(i, j int) bool {
+		a, b := offsets[i], offsets[j]
+		if a[0].(string) != b[0].(string) {
+			return a[0].(string) < b[0].(string)
+		}
+		return a[1].(int32) < b[1].(int32)
+	})
+	err := cl.CommitRecords(ctx, records...)
+	var errText any
+	if err != nil {
+		errText = err.Error()
+	} else {
+		for _, k := range tps {
+			delete(m.uncommitted, k)
+		}
+	}
+	m.groupContext(cl)
+	m.hist.Record("committed", map[string]any{"offsets": offsets, "error": errText})
+}
+
+func (m *Member) onAssigned(_ context.Context, cl *kgo.Client, assigned map[string][]int32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.groupContext(cl)
+	var added []tp
+	for _, k := range flatten(assigned) {
+		if !m.owned[k] {
+			m.owned[k] = true
+			added = append(added, k)
+		}
+	}
+	if len(added) > 0 {
+		m.hist.Record("assigned", map[string]any{"partitions": tpList(added)})
+	}
+}
+
+func (m *Member) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.groupContext(cl)
+	var gone []tp
+	for _, k := range flatten(revoked) {
+		if m.owned[k] {
+			gone = append(gone, k)
+		}
+	}
+	switch m.cfg.CommitMode {
+	case "auto":
+		// What kgo's default OnPartitionsRevoked does when autocommitting.
+		if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+			m.hist.Record("error", map[string]any{"error": "autocommit on revoke: " + err.Error(), "fatal": false})
+		}
+	default:
+		m.commit(ctx, cl, gone)
+	}
+	m.forget(gone)
+	if len(gone) > 0 {
+		m.hist.Record("revoked", map[string]any{"partitions": tpList(gone)})
+	}
+}
+
+func (m *Member) onLost(_ context.Context, cl *kgo.Client, lost map[string][]int32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.groupContext(cl)
+	var gone []tp
+	for _, k := range flatten(lost) {
+		if m.owned[k] {
+			gone = append(gone, k)
+		}
+	}
+	m.forget(gone)
+	if len(gone) > 0 {
+		m.hist.Record("lost", map[string]any{"partitions": tpList(gone)})
+	}
+}
+
+// forget drops tps from the owned set and their uncommitted records; m.mu must be held.
+func (m *Member) forget(tps []tp) {
+	for _, k := range tps {
+		delete(m.owned, k)
+		delete(m.uncommitted, k)
+	}
+}
+
+// process handles one poll's records, partition by partition (rebalances are blocked meanwhile).
+func (m *Member) process(ctx context.Context, fetches kgo.Fetches) {
+	delay := time.Duration(m.cfg.ProcessingDelayMs) * time.Millisecond
+	var consumed []tp
+	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+		if len(p.Records) == 0 {
+			return
+		}
+		if delay > 0 {
+			time.Sleep(delay * time.Duration(len(p.Records)))
+		}
+		first, last := p.Records[0], p.Records[len(p.Records)-1]
+		key := tp{p.Topic, p.Partition}
+		m.mu.Lock()
+		m.groupContext(m.cl)
+		m.hist.Record("consumed", map[string]any{"topic": p.Topic, "partition": p.Partition,
+			"first_offset": first.Offset, "last_offset": last.Offset, "count": len(p.Records)})
+		if m.cfg.CommitMode != "auto" {
+			m.uncommitted[key] = last
+		}
+		m.mu.Unlock()
+		consumed = append(consumed, key)
+	})
+	if m.cfg.CommitMode == "sync-batch" && len(consumed) > 0 {
+		m.mu.Lock()
+		m.commit(ctx, m.cl, consumed)
+		m.mu.Unlock()
+	}
+}
+
+func clientOptions(cfg *Config, m *Member, balancers []kgo.GroupBalancer) []kgo.Opt {
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(strings.Split(cfg.BootstrapServers, ",")...),
+		kgo.ClientID(cfg.ClientID),
+		kgo.ConsumerGroup(cfg.GroupID),
+		kgo.ConsumeTopics(cfg.Topics...),
+		kgo.Balancers(balancers...),
+		kgo.SessionTimeout(time.Duration(cfg.SessionTimeoutMs) * time.Millisecond),
+		kgo.HeartbeatInterval(time.Duration(cfg.HeartbeatIntervalMs) * time.Millisecond),
+		kgo.RebalanceTimeout(time.Duration(cfg.MaxPollIntervalMs) * time.Millisecond),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsAssigned(m.onAssigned),
+		kgo.OnPartitionsRevoked(m.onRevoked),
+		kgo.OnPartitionsLost(m.onLost),
+		kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelInfo, func() string {
+			return time.Now().UTC().Format("15:04:05.000 ")
+		})),
+	}
+	if cfg.AutoOffsetReset == "latest" {
+		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
+	} else {
+		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	}
+	if cfg.CommitMode != "auto" {
+		opts = append(opts, kgo.DisableAutoCommit())
+	}
+	if cfg.GroupInstanceID != nil && *cfg.GroupInstanceID != "" {
+		opts = append(opts, kgo.InstanceID(*cfg.GroupInstanceID))
+	}
+	if cfg.RackID != nil && *cfg.RackID != "" {
+		opts = append(opts, kgo.Rack(*cfg.RackID))
+	}
+	return opts
+}
+
+func run(cfg *Config, hist *History) int {
+	hist.setContext("protocol", declaredProtocol(cfg.AssignmentStrategies))
+	hist.Record("started", map[string]any{"strategies": cfg.AssignmentStrategies, "group_protocol": cfg.GroupProtocol})
+	fatal := func(msg string) int {
+		hist.Record("error", map[string]any{"error": msg, "fatal": true})
+		return 2
+	}
+	m := &Member{cfg: cfg, hist: hist, owned: map[tp]bool{}, uncommitted: map[tp]*kgo.Record{}}
+	balancers, err := groupBalancers(cfg, hist)
+	if err != nil {
+		return fatal(err.Error())
+	}
+	cl, err := kgo.NewClient(clientOptions(cfg, m, balancers)...)
+	if err != nil {
+		return fatal("client could not be created: " + err.Error())
+	}
+	m.cl = cl
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		<-sigs
+		cancel()
+	}()
+	for ctx.Err() == nil {
+		pollCtx, pollCancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		fetches := cl.PollRecords(pollCtx, 500)
+		pollCancel()
+		closed := false
+		fetches.EachError(func(topic string, partition int32, err error) {
+			switch {
+			case errors.Is(err, kgo.ErrClientClosed):
+				closed = true
+			case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+			default:
+				hist.Record("error", map[string]any{"error": fmt.Sprintf("poll: %s[%d]: %v", topic, partition, err),
+					"fatal": false})
+			}
+		})
+		if closed {
+			break
+		}
+		m.process(ctx, fetches)
+		cl.AllowRebalance()
+	}
+	cl.CloseAllowingRebalance()
+	hist.Record("stopped", map[string]any{"reason": "sigterm"})
+	return 0
+}
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: harness CONFIG_JSON")
+		os.Exit(2)
+	}
+	raw, err := os.ReadFile(os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harness:", err)
+		os.Exit(2)
+	}
+	var cfg Config
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		fmt.Fprintf(os.Stderr, "harness: config %s: %v\n", os.Args[1], err)
+		os.Exit(2)
+	}
+	hist, err := openHistory(&cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harness: history:", err)
+		os.Exit(2)
+	}
+	code := run(&cfg, hist)
+	hist.f.Sync()
+	hist.f.Close()
+	os.Exit(code)
+}
