@@ -8,14 +8,21 @@ violations that name their members can match: one the evidence cannot attribute
 is never excused by a known issue.
 
 Each row is a true verdict on a real version (the same harness passes on a fixed
-release) with the upstream reference that documents it. ``conformance clients
-list`` shows each kind's known issues.
+release, where there is one) with the reference that documents it: upstream's
+issue or release notes, or, for a bug upstream has no report of yet, the
+suite's own write-up under ``docs/client-bugs/`` (source location, the wire and
+history evidence of a recorded real run, ready to file). A row is as narrow as
+the evidence: ``evidence`` lists values the finding's evidence must carry (e.g.
+a stale claim of an assignment the member never applied), so the same
+invariant broken another way by the same client still fails. ``conformance
+clients list`` shows each kind's known issues.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -26,7 +33,9 @@ def version_key(version: str) -> tuple[int, ...]:
 @dataclass(frozen=True)
 class KnownIssue:
     """``kind`` versions from ``since`` (None: every earlier one) up to, not including, ``fixed``
-    (None: not fixed) violate ``invariant``; ``reference`` is where upstream documents it."""
+    (None: not fixed) violate ``invariant``; ``reference`` is where the bug is documented. Only a
+    finding whose evidence has every (key, value) of ``evidence`` matches (empty: any finding of
+    ``invariant``)."""
 
     kind: str
     since: str | None
@@ -34,6 +43,12 @@ class KnownIssue:
     invariant: str
     reference: str
     summary: str
+    evidence: tuple[tuple[str, Any], ...] = ()
+
+    def explains(self, evidence: dict[str, Any] | None) -> bool:
+        """True when a finding with ``evidence`` has the evidence this row is about."""
+        ev = evidence or {}
+        return all(key in ev and ev[key] == value for key, value in self.evidence)
 
     def affects(self, kind: str, version: str | None) -> bool:
         if kind != self.kind or not version:
@@ -58,6 +73,11 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
     KnownIssue("sarama", None, "1.43.3", "D2", "IBM/sarama PR 2947",
                "two OffsetCommit requests of one member can go out of order, so the broker accepts an offset "
                "below one it accepted a few milliseconds earlier"),
+    KnownIssue("kafka-python", "3.0.0", None, "E5", "docs/client-bugs/kafka-python-discarded-join.md "
+               "(kafka/coordinator/base.py join_group_async; no upstream report yet)",
+               "a join whose SyncGroup answer arrives after poll()'s timeout is thrown away: the next poll sends a "
+               "new JoinGroup declaring the partitions that assignment took away, and never applies it",
+               evidence=(("kind", "stale-claim"), ("assignment_applied", False))),
 )
 
 
@@ -73,12 +93,12 @@ def spec_kind_version(spec: str) -> tuple[str, str | None]:
     return kind, version or None
 
 
-def match(invariant: str, specs: list[str]) -> KnownIssue | None:
+def match(invariant: str, specs: list[str], evidence: dict[str, Any] | None = None) -> KnownIssue | None:
     """The first known issue of ``invariant`` that affects one of ``specs`` (the implicated members'
-    specs), or None."""
+    specs) and explains a finding with ``evidence``, or None."""
     for spec in specs:
         kind, version = spec_kind_version(spec)
         for issue in issues_of(kind, version):
-            if issue.invariant == invariant:
+            if issue.invariant == invariant and issue.explains(evidence):
                 return issue
     return None

@@ -86,7 +86,7 @@ def _mark_known_issues(invariant: str, violations: list[dict], specs: dict[str, 
     a member it names) its ``known_issue``: reference and summary."""
     for viol in violations:
         named = [specs[m] for m in viol.get("members") or [] if m in specs]
-        issue = known_issues.match(invariant, named)
+        issue = known_issues.match(invariant, named, viol.get("evidence"))
         if issue is not None:
             viol["known_issue"] = {"kind": issue.kind, "versions": issue.versions, "reference": issue.reference,
                                    "summary": issue.summary}

@@ -16,7 +16,10 @@ Guarantees:
 - embedded bytes that are not hex are damage to the capture, not a client's
   bytes (the tap writes whatever crossed the wire as hex): the frame's line is
   malformed, and none of its rows (frame, subscriptions, assignments, commits)
-  is kept, so no invariant judges a client on it.
+  is kept, so no invariant judges a client on it;
+- a received assignment (SyncGroup response) carries the generation of the
+  member's SyncGroup request with the same correlation id (the response itself
+  has none), or None when the capture has no such request.
 """
 
 from __future__ import annotations
@@ -133,7 +136,9 @@ _ENVELOPE = ("ts", "member", "api", "api_key", "version", "correlation_id", "dir
 def decode_wire(run: str, file: str, lines: Iterable[str]) -> WireRows:
     """Decode one run's ``wire.jsonl``; see the module docstring for guarantees."""
     out = WireRows()
-    pending_commits: dict[tuple[str, Any], list[dict]] = {}
+    # Requests awaiting their response: OffsetCommit rows by (member, correlation id); the
+    # generation of a SyncGroup by ("SyncGroup", member, correlation id).
+    pending: dict[tuple, Any] = {}
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -149,7 +154,7 @@ def decode_wire(run: str, file: str, lines: Iterable[str]) -> WireRows:
             if f["direction"] not in ("request", "response"):
                 raise ValueError(f"direction must be request|response, got {f['direction']!r}")
             rows = WireRows()
-            _decode_frame(run, number, f, rows, pending_commits)
+            _decode_frame(run, number, f, rows, pending)
             for name in ("frames", "subscriptions", "assignments", "commits"):
                 getattr(out, name).extend(getattr(rows, name))   # all of a line's rows, or none
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
@@ -182,13 +187,16 @@ def _decode_frame(run: str, number: int, f: dict, out: WireRows, pending: dict) 
             row.update(decode_subscription_row(m.get("metadata"), f.get("protocol_name")))
             out.subscriptions.append(row)
     elif api == "SyncGroup" and direction == "request":
+        # The response carries no generation: it is the request's (paired by member and correlation id).
+        pending[("SyncGroup", f["member"], f.get("correlation_id"))] = f.get("generation")
         for a in f.get("assignments") or []:
             row = {**base, "source": "leader", "subject_member_id": a["member_id"], "generation": f.get("generation"),
                    "protocol_name": f.get("protocol_name"), "error_code": None}
             row.update(decode_assignment_row(a.get("assignment"), f.get("protocol_name")))
             out.assignments.append(row)
     elif api == "SyncGroup" and direction == "response":
-        row = {**base, "source": "received", "subject_member_id": None, "generation": None,
+        row = {**base, "source": "received", "subject_member_id": None,
+               "generation": pending.pop(("SyncGroup", f["member"], f.get("correlation_id")), None),
                "protocol_name": f.get("protocol_name"), "error_code": f.get("error_code")}
         row.update(decode_assignment_row(f.get("assignment"), f.get("protocol_name")))
         out.assignments.append(row)

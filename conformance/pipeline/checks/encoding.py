@@ -13,7 +13,11 @@ Allowed anomalies:
 - E5 judges a JoinGroup's declared owned partitions twice. Against the wire,
   exactly: a partition the member's last successful SyncGroup response before
   it (since the member last started) did not assign is a stale claim (frames
-  are in the order the member saw them, no clocks compared). Against the
+  are in the order the member saw them, no clocks compared); its evidence
+  says whether the member ever applied that assignment
+  (``assignment_applied``: its history has an event of the assignment's
+  generation), which tells a client that dropped an assignment from one that
+  kept stale owned state after applying it. Against the
   history, with rule E5/clock-slack: a partition assigned or revoked within a
   heartbeat interval of the JoinGroup by the two processes' clocks is an
   allowed finding, neither stale nor missing.
@@ -115,13 +119,14 @@ def _stale_claims(t: Tables, req):
                   .groupBy("run", "member", "line").agg(F.max("start_ts").alias("since_ts")))
     received = (t.assignments.where((F.col("source") == "received") & (F.coalesce("error_code", F.lit(0)) == 0)
                                     & F.col("decode_error").isNull())
-                .select("run", "member", F.col("line").alias("sync_line"), F.col("ts").alias("sync_ts"), "partitions"))
+                .select("run", "member", F.col("line").alias("sync_line"), F.col("ts").alias("sync_ts"),
+                        F.col("generation").alias("sync_generation"), "partitions"))
     last = (last_start.join(req.select("run", "member", "line", "ts"), ["run", "member", "line"])
             .join(received, ["run", "member"], "left")
             .where(F.col("sync_line").isNull() | ((F.col("sync_line") < F.col("line"))
                                                   & (F.col("since_ts").isNull() | (F.col("sync_ts") >= F.col("since_ts")))))
             .groupBy("run", "member", "line")
-            .agg(F.max_by(F.struct("sync_line", "sync_ts", "partitions"), "sync_line").alias("last")))
+            .agg(F.max_by(F.struct("sync_line", "sync_ts", "sync_generation", "partitions"), "sync_line").alias("last")))
     declared = req.select("run", "member", "line", "ts", F.explode("owned").alias("tp")).select(
         "run", "member", "line", "ts", "tp.topic", "tp.partition")
     return (declared.join(last, ["run", "member", "line"], "left")
@@ -129,7 +134,7 @@ def _stale_claims(t: Tables, req):
                                         lambda p: (p["topic"] == F.col("topic")) & (p["partition"] == F.col("partition"))),
                                F.lit(False)))
             .select("run", "member", "line", "ts", "topic", "partition", F.col("last.sync_line").alias("sync_line"),
-                    F.col("last.sync_ts").alias("sync_ts")))
+                    F.col("last.sync_ts").alias("sync_ts"), F.col("last.sync_generation").alias("sync_generation")))
 
 
 def _same_declarations(rows) -> dict[tuple, list]:
@@ -160,6 +165,9 @@ def check_e5(t: Tables) -> list[dict]:
         "run", "member", "line", "ts", "heartbeat_ms", "tp.topic", "tp.partition"))
     key = ["run", "member", "line", "topic", "partition"]
     claims = t.shared("e5-stale-claims", lambda: _stale_claims(t, req))
+    applied = (t.events.where(F.col("generation").isNotNull()).select("run", "member", F.col("generation")
+                                                                      .alias("sync_generation"))
+               .distinct().withColumn("applied", F.lit(True)))
     # History comparisons, with a heartbeat of slack between the two clocks (rule E5/clock-slack).
     possibly = (declared.join(own, ["run", "member", "topic", "partition"])
                 .where((F.col("o_start") <= F.col("ts") + F.col("heartbeat_ms"))
@@ -186,18 +194,27 @@ def check_e5(t: Tables) -> list[dict]:
         .unionByName(slack.select(*cols, F.lit("slack").alias("kind")))
         .groupBy("run", "member", "line", "ts", "kind")
         .agg(F.collect_list(F.struct("topic", "partition")).alias("tps")),
-        claims.groupBy("run", "member", "line", "ts", "sync_line", "sync_ts")
-        .agg(F.collect_list(F.struct("topic", "partition")).alias("tps")),
+        claims.groupBy("run", "member", "line", "ts", "sync_line", "sync_ts", "sync_generation")
+        .agg(F.collect_list(F.struct("topic", "partition")).alias("tps"))
+        .join(applied, ["run", "member", "sync_generation"], "left"),
         v0)
     out = []
     for r in claim_rows:
         parts = tps(r["tps"])
         since = (f"its last assignment (SyncGroup response, wire line {r['sync_line']}) did not give it them"
                  if r["sync_line"] is not None else "it had received no assignment since it started")
+        evidence = {"wire_line": r["line"], "kind": "stale-claim", "assignment_wire_line": r["sync_line"]}
+        if r["sync_line"] is not None:
+            # Whether the member ever acted on that assignment: its history has an event of the
+            # assignment's generation (a callback, a record consumed or committed under it).
+            evidence["assignment_generation"] = r["sync_generation"]
+            evidence["assignment_applied"] = bool(r["applied"])
+            if not r["applied"]:
+                since += (f", and its history has no event of that assignment's generation "
+                          f"{r['sync_generation']}: it never applied it")
         out.append(violation("E5", r["run"], f"{r['member']} declared {fmt_tps(parts)} owned in JoinGroup (wire line "
                              f"{r['line']}), but {since}: a stale claim", members=[r["member"]], culprit=r["member"],
-                             partitions=parts, ts=r["ts"],
-                             evidence={"wire_line": r["line"], "kind": "stale-claim", "assignment_wire_line": r["sync_line"]}))
+                             partitions=parts, ts=r["ts"], evidence=evidence))
     slack = [r for r in rows if r["kind"] == "slack"]
     for r in slack:
         parts = tps(r["tps"])

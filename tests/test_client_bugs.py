@@ -1,0 +1,101 @@
+"""Client bugs the suite found, on their recorded real runs (fixtures/client-bugs/).
+
+kafka-python 3.0.x throws away a join whose SyncGroup answer arrives after poll()'s timeout
+(docs/client-bugs/kafka-python-discarded-join.md). In the recorded default-matrix cell,
+m4-kafka-python leads generation 7, gives orders-11 away, receives its own assignment (wire line
+3286), and 8 ms later sends a JoinGroup still declaring orders-11 owned (line 3290); its history
+has no event of generation 7. E5 must name it, and the known-issue row must excuse exactly that.
+
+The row must not excuse the neighbouring bug class: a stale claim of an assignment the member did
+apply. The mutant copy of the run adds the missing callback (an ``assigned`` event of generation 7
+on m4's history, 1 ms after the SyncGroup answer, where a working client records it), so the same
+JoinGroup is now a stale claim after applying the assignment: a new failure, not a known issue.
+Both copies are judged by one real ``conformance report`` (one Spark start).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from conformance.members.known_issues import match
+
+pytestmark = pytest.mark.slow
+
+ARCHIVE = (Path(__file__).resolve().parent.parent / "fixtures" / "client-bugs"
+           / "kafka-python-3.0.12-discarded-join.tar.xz")
+MEMBER = "m4-kafka-python"
+SYNC_TS = 1795693742505.1436   # the SyncGroup answer of generation 7 to m4 (wire line 3286)
+
+
+def _copies(root: Path) -> dict[str, Path]:
+    with tarfile.open(ARCHIVE) as tar:
+        tar.extractall(root / "original", filter="data")
+    (src,) = (root / "original").iterdir()
+    runs = root / "runs"
+    dirs = {name: runs / name for name in ("recorded", "applied")}
+    for d in dirs.values():
+        shutil.copytree(src, d)
+    mutant = dirs["applied"]
+    manifest = json.loads((mutant / "manifest.json").read_text(encoding="utf-8"))
+    manifest["run_id"] = manifest["run_id"] + "-applied"
+    (mutant / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    history = mutant / "members" / f"{MEMBER}.jsonl"
+    events = [json.loads(x) for x in history.read_text(encoding="utf-8").splitlines()]
+    assert not any(e.get("generation") == 7 for e in events), "the recorded bug: nothing of generation 7"
+    template = next(e for e in events if e["event"] == "assigned")
+    applied = {**template, "ts": SYNC_TS + 1, "generation": 7, "partitions": [["orders", 2], ["orders", 3]]}
+    at = next(i for i, e in enumerate(events) if e["ts"] > applied["ts"])
+    events.insert(at, applied)
+    history.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    return dirs
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory) -> dict[str, dict]:
+    root = tmp_path_factory.mktemp("client-bugs")
+    dirs = _copies(root)
+    out = root / "out"
+    done = subprocess.run([sys.executable, "-m", "conformance", "report", "--out", str(out), *map(str, dirs.values())],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    by_dir = {Path(v["run_dir"]).name: v for v in json.loads((out / "pipeline" / "verdicts.json").read_text())}
+    return by_dir
+
+
+def _stale_claims(verdict: dict) -> list[dict]:
+    return [v for v in verdict["invariants"]["E5"]["violations"]
+            if v["evidence"].get("kind") == "stale-claim" and v["members"] == [MEMBER]]
+
+
+def test_the_recorded_discarded_join_is_a_known_issue(verdicts):
+    v = verdicts["recorded"]
+    (claim,) = _stale_claims(v)
+    assert claim["partitions"] == [["orders", 11]] and claim["culprit"] == MEMBER
+    assert claim["evidence"]["assignment_wire_line"] == 3286 and claim["evidence"]["wire_line"] == 3290
+    assert claim["evidence"]["assignment_generation"] == 7 and claim["evidence"]["assignment_applied"] is False
+    assert "never applied it" in claim["message"], claim["message"]
+    assert claim["known_issue"]["reference"].startswith("docs/client-bugs/kafka-python-discarded-join.md")
+    assert v["invariants"]["E5"]["status"] == "known-issue"
+
+
+def test_a_stale_claim_after_applying_the_assignment_is_still_a_failure(verdicts):
+    v = verdicts["applied"]
+    (claim,) = _stale_claims(v)
+    assert claim["evidence"]["assignment_applied"] is True and "known_issue" not in claim
+    assert v["invariants"]["E5"]["status"] == "fail" and v["verdict"] == "fail"
+
+
+def test_the_row_matches_only_its_versions_and_evidence():
+    never = {"kind": "stale-claim", "assignment_applied": False}
+    assert match("E5", ["kafka-python@3.0.12"], never) is not None
+    assert match("E5", ["kafka-python@3.0.12"], {**never, "assignment_applied": True}) is None
+    assert match("E5", ["kafka-python@3.0.12"], {"kind": "stale"}) is None      # history-based E5: not this bug
+    assert match("E5", ["kafka-python@2.3.3"], never) is None                   # 2.x kept the pending join
+    assert match("E5", ["java@4.4.0"], never) is None
