@@ -57,19 +57,6 @@ ACTIONLINT_MODULE: str = "github.com/rhysd/actionlint"
 ACTIONLINT_VERSION: str = "v1.7.12"
 ACTIONLINT_DIR: Path = CACHE_DIR / "actionlint"   # actionlint/<version>/actionlint
 
-#: Default version per member kind (an omitted ``@VERSION`` means this).
-DEFAULT_CLIENT_VERSIONS: dict[str, str] = {
-    "reference": "0.1.0",
-    "java": "4.4.0",
-    "librdkafka": "2.16.1",
-    "sarama": "1.61.1",
-    "kafka-python": "3.0.12",
-    "franz-go": "1.22.3",
-}
-
-#: The default member mix of ``conformance run``: one member of each kind.
-DEFAULT_MIX: tuple[str, ...] = ("reference", "java", "librdkafka", "sarama", "kafka-python")
-
 #: The default matrix of ``conformance run``.
 DEFAULT_SCENARIOS: tuple[str, ...] = ("leader-rotation", "rolling-restart", "crash-restart", "partition")
 
@@ -85,22 +72,6 @@ REBALANCE_TIMEOUT_MS: int = MAX_POLL_INTERVAL_MS
 
 #: Loopback only: everything the suite starts listens here.
 HOST: str = "127.0.0.1"
-
-#: What ``conformance setup --all`` prepares: every client version the
-#: project's own tests use (old and new release of every kind).
-TEST_CLIENTS: tuple[str, ...] = (
-    "java@4.4.0",
-    "java@2.8.1",
-    "librdkafka@2.16.1",
-    "librdkafka@2.0.2",   # oldest confluent-kafka with a cp311 wheel
-    "librdkafka@1.9.2",   # newest 1.x; runs in a Python 3.10 venv (LEGACY_PYTHON)
-    "sarama@1.61.1",
-    "sarama@1.38.1",
-    "kafka-python@3.0.12",
-    "kafka-python@2.3.3",
-    "franz-go@1.22.3",
-    "franz-go@1.7.0",     # oldest the harness builds against (kgo.Client.GroupMetadata)
-)
 
 # ---------------------------------------------------------------------------
 # Pipeline and reports (area: conformance/pipeline, conformance/report).
@@ -200,10 +171,6 @@ MEMBER_READY_TIMEOUT_S: float = 60.0
 
 #: The Java harness's Maven project (one source, compiled once against the oldest API).
 JAVA_HARNESS_SRC: Path = CLIENTS_DIR / "java" / "harness"
-#: The oldest kafka-clients the Java harness runs (KIP-429 listener API, onPartitionsLost).
-JAVA_MIN_CLIENT_VERSION: str = "2.4.0"
-#: kafka-clients releases tested with the harness (``conformance clients list``).
-JAVA_KNOWN_VERSIONS: tuple[str, ...] = ("2.4.1", "2.8.2", "3.9.2", "4.4.0")
 #: JVM flags for a fast start: C1 only, class-data sharing, small serial heap.
 JAVA_HARNESS_JVM_FLAGS: tuple[str, ...] = (
     "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-XX:+UseSerialGC", "-Xms32m", "-Xmx256m",
@@ -240,25 +207,9 @@ HARNESS_TEST_WAIT_S: float = 90.0
 #: fixtures/golden/<library>-<version>.json plus README.md.
 GOLDEN_DIR: Path = FIXTURES_DIR / "golden"
 
-#: kafka-clients releases whose ConsumerProtocol / assignors write the Java vectors.
-GOLDEN_JAVA_VERSIONS: tuple[str, ...] = ("2.4.1", "2.8.2", "3.4.1", "3.5.2", "3.9.2", "4.4.0")
-
-#: Sarama releases as (module path, version, build tags of clients/sarama/golden): Shopify path
-#: before 1.40, IBM path from 1.40; sarama_gen = GenerationID/RackID fields (1.45+),
-#: sarama_coop = cooperative-sticky strategy (1.60+).
-GOLDEN_SARAMA_RELEASES: tuple[tuple[str, str, str], ...] = (
-    ("github.com/Shopify/sarama", "v1.38.1", ""),
-    ("github.com/IBM/sarama", "v1.45.2", "sarama_gen"),
-    ("github.com/IBM/sarama", "v1.60.1", "sarama_gen,sarama_coop"),
-    ("github.com/IBM/sarama", "v1.61.1", "sarama_gen,sarama_coop"),
-)
-
 #: franz-go releases whose balancers write the franz-go vectors (clients/franz-go/golden): 1.7.0
 #: (the harness's oldest), 1.20.2 and the newest.
 GOLDEN_FRANZ_GO_VERSIONS: tuple[str, ...] = ("1.7.0", "1.20.2", "1.22.3")
-
-#: kafka-python releases (each in its own venv VENVS_DIR/golden-kafka-python-<v>).
-GOLDEN_KAFKA_PYTHON_VERSIONS: tuple[str, ...] = ("2.3.3", "3.0.12")
 
 # ---------------------------------------------------------------------------
 # Reference consumer (conformance/reference): its client-side settings.
@@ -278,3 +229,26 @@ REFERENCE_METADATA_REFRESH_MS: int = 2_000
 REFERENCE_SLOW_SYNC_DELAY_MS: int = 3_000
 #: Assignors whose assignments L3 expects balanced (range is per topic and may not be).
 BALANCED_ASSIGNORS: tuple[str, ...] = ("cooperative-sticky", "sticky", "roundrobin")
+
+
+# ---------------------------------------------------------------------------
+# Client kinds: derived from the registry of kinds (conformance.members.kinds), where each
+# kind's module owns its versions; these names are kept for the code that reads them here.
+# ---------------------------------------------------------------------------
+
+
+def __getattr__(name: str) -> object:
+    """``DEFAULT_CLIENT_VERSIONS`` (kind -> the version an omitted ``@VERSION`` means),
+    ``DEFAULT_MIX`` (one member of each kind: the default mix of ``conformance run``) and
+    ``TEST_CLIENTS`` (what ``conformance setup --all`` installs: each kind's TEST_VERSIONS), all
+    derived from :mod:`conformance.members.kinds` when first read (the kind modules import this one)."""
+    from conformance.members import kinds
+
+    if name == "DEFAULT_CLIENT_VERSIONS":
+        return kinds.default_versions()
+    if name == "DEFAULT_MIX":
+        return tuple(kinds.KIND_MODULES)
+    if name == "TEST_CLIENTS":
+        return tuple(f"{kind}@{v}" for kind in kinds.KIND_MODULES if kind != "reference"
+                     for v in kinds.test_versions(kind))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,8 +1,13 @@
-"""Building a Go program from its module through the Go module proxy, into the cache.
+"""Building Go programs into the cache: the suite's Go tools and the Go client harnesses.
 
-One way for every Go tool the suite installs (toxiproxy, actionlint): ``go install
-MODULE/PACKAGE@VERSION`` with GOPATH and the module cache under ``config.GO_DIR``,
-``GOFLAGS=-mod=mod`` and ``CGO_ENABLED=0``.
+One place for every Go build, all in one environment (:func:`go_env`: GOPATH, the module
+cache and the build cache under ``config.GO_DIR``, ``GOFLAGS=-modcacherw -mod=mod``, no
+toolchain download, ``CGO_ENABLED=0``):
+
+- :func:`go_install`: a tool from its module (toxiproxy, actionlint), ``go install
+  MODULE/PACKAGE@VERSION``.
+- :func:`build_harness`: a client harness (``clients/<kind>/harness``, package main) against
+  one client module at one exact version (the Sarama and franz-go kinds).
 
 Guarantees of :func:`go_install`:
 
@@ -12,23 +17,115 @@ Guarantees of :func:`go_install`:
   renamed into place only once the binary and the marker are there; a failure removes it
   and raises :class:`~conformance.errors.SuiteError` with the end of Go's output.
 - Nothing but the Go module proxy (``go``'s own ``GOPROXY``) is asked for anything.
+
+Guarantees of :func:`build_harness`: the same (idempotent: a finished build is reused without
+running ``go``; atomic: built in a temporary sibling of ``dest`` with its marker written last,
+then renamed; concurrent builds of one ``dest`` wait on a lock file), and a failed step is a
+:class:`~conformance.errors.SuiteError` quoting the end of Go's output.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, Mapping, Sequence
 
 from conformance import config
 from conformance.errors import SuiteError
 
 #: The file whose presence says an install finished (written last, before the rename).
 MARKER: str = "install.json"
+
+
+def go_env() -> dict[str, str]:
+    """The environment of every Go build: caches under ``config.GO_DIR``, no toolchain download."""
+    env = dict(os.environ)
+    env.update({
+        "GOPATH": str(config.GO_DIR),
+        "GOMODCACHE": str(config.GO_DIR / "pkg" / "mod"),
+        "GOCACHE": str(config.GO_DIR / "build-cache"),
+        "GOFLAGS": "-modcacherw -mod=mod",
+        "GOTOOLCHAIN": "local",
+        "CGO_ENABLED": "0",
+    })
+    return env
+
+
+def go_language_version() -> str:
+    """The local toolchain's ``major.minor`` (the ``go`` line of a generated go.mod)."""
+    out = subprocess.run(["go", "env", "GOVERSION"], capture_output=True, text=True, env=go_env(),
+                         timeout=60).stdout.strip()
+    m = re.match(r"go(\d+\.\d+)", out)
+    return m.group(1) if m else "1.22"
+
+
+def is_built(dest: Path, binary_name: str = "harness") -> bool:
+    """True when ``dest`` holds a finished build (its marker and its binary; stat only)."""
+    return (dest / MARKER).is_file() and (dest / binary_name).is_file()
+
+
+def build_harness(name: str, source: Path, dest: Path, module: str, version: str, *,
+                  tags: Sequence[str] = (), ldflags: Sequence[str] = (), rewrite: Mapping[str, str] | None = None,
+                  extra_files: Mapping[str, str] | None = None, record: Mapping[str, Any] | None = None) -> Path:
+    """Build the Go package in ``source`` (its ``*.go`` files) against ``module`` at ``version`` into
+    ``dest/harness`` (see the module's guarantees); ``name`` is what messages call it
+    (``sarama@1.30.0``). Returns the binary's path.
+
+    ``rewrite`` replaces text in every source file (an import path under an older module path);
+    ``extra_files`` adds generated files (name -> text) to the build's copy of the source; ``tags``
+    and ``ldflags`` go to ``go build``; ``record`` is kept in the marker beside module, version, tags
+    and the Go version. The generated go.mod requires ``module`` at exactly ``v<version>``; ``go mod
+    tidy`` takes the rest at what that release requires."""
+    binary = dest / "harness"
+    if is_built(dest):
+        return binary
+    if shutil.which("go") is None:
+        raise SuiteError(f"{name}: the Go toolchain (`go`) is not on PATH; it is needed to build its harness")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    config.GO_DIR.mkdir(parents=True, exist_ok=True)
+    with open(dest.parent / f".{dest.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if is_built(dest):
+            return binary
+        tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{dest.name}-", dir=dest.parent))
+        try:
+            src = tmp / "src"
+            src.mkdir()
+            for f in sorted(source.glob("*.go")):
+                text = f.read_text(encoding="utf-8")
+                for old, new in (rewrite or {}).items():
+                    text = text.replace(old, new)
+                (src / f.name).write_text(text, encoding="utf-8")
+            for fname, text in (extra_files or {}).items():
+                (src / fname).write_text(text, encoding="utf-8")
+            go = go_language_version()
+            v = version if version.startswith("v") else f"v{version}"
+            (src / "go.mod").write_text(f"module conformance/{source.parent.name}-harness\n\ngo {go}\n\n"
+                                        f"require {module} {v}\n", encoding="utf-8")
+            steps = [["go", "mod", "tidy"],
+                     ["go", "build", "-trimpath", f"-tags={','.join(tags)}", f"-ldflags={' '.join(ldflags)}",
+                      "-o", str(tmp / "harness"), "."]]
+            for argv in steps:
+                proc = subprocess.run(argv, cwd=src, env=go_env(), capture_output=True, text=True, timeout=900)
+                if proc.returncode != 0:
+                    raise SuiteError(f"{name}: `{' '.join(argv)}` failed (exit {proc.returncode}):\n"
+                                     f"{(proc.stdout + proc.stderr)[-3000:]}")
+            shutil.rmtree(src)
+            (tmp / MARKER).write_text(json.dumps({"module": module, "version": version, "tags": list(tags),
+                                                  "go": go, **(record or {}), "built_at": time.time()}) + "\n",
+                                      encoding="utf-8")
+            shutil.rmtree(dest, ignore_errors=True)  # an unfinished leftover (no marker)
+            os.rename(tmp, dest)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return binary
 
 
 def go_install(name: str, module: str, package: str, version: str, dest: Path, binary_name: str) -> Path:

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Regenerate every golden vector file under fixtures/golden/ from the REAL client libraries.
 #
-#   bash scripts/regen-golden.sh            # all libraries
-#   bash scripts/regen-golden.sh java       # only some: java, sarama, kafka-python
+#   bash scripts/regen-golden.sh            # every kind with a golden generator
+#   bash scripts/regen-golden.sh java       # only some kinds
+#
+# The kinds and their releases come from the registry of kinds (conformance/members/kinds): a kind
+# whose module declares GOLDEN_VERSIONS has a generator, run by the function regen_<kind> below
+# (dashes as underscores) for each of those releases.
 #
 # Idempotent: downloads go to the caches named in conformance/config.py (Maven repo, Go module
 # cache, per-version venvs); a second run re-uses them and rewrites byte-identical files.
@@ -16,6 +20,8 @@ bash scripts/bootstrap.sh >/dev/null
 PY="$ROOT/.venv/bin/python"
 
 cfg() { "$PY" -c "from conformance import config as c; print($1)"; }
+# golden_versions KIND: the releases the kind's module names in GOLDEN_VERSIONS, space-separated.
+golden_versions() { "$PY" -c "from conformance.members.kinds import golden_kinds; print(' '.join(golden_kinds()['$1']))"; }
 GOLDEN_DIR=$(cfg 'c.GOLDEN_DIR')
 MAVEN_REPO=$(cfg 'c.MAVEN_REPO')
 GO_DIR=$(cfg 'c.GO_DIR')
@@ -50,7 +56,7 @@ regen_java() {
   local dir="$ROOT/clients/java/golden" mvn=(mvn -q -B -Dstyle.color=never "-Dmaven.repo.local=$MAVEN_REPO")
   # Compiled once against the oldest API (the pom's default kafka.version, 2.4.1).
   (cd "$dir" && "${mvn[@]}" compile)
-  for v in $(cfg '" ".join(c.GOLDEN_JAVA_VERSIONS)'); do
+  for v in $(golden_versions java); do
     (cd "$dir" && "${mvn[@]}" dependency:build-classpath "-Dkafka.version=$v" \
         "-Dmdep.outputFile=$WORK/cp-$v.txt" >/dev/null)
     java -cp "$dir/target/classes:$(cat "$WORK/cp-$v.txt")" conformance.golden.GoldenVectors >"$WORK/java-$v.json"
@@ -61,8 +67,8 @@ regen_java() {
 regen_sarama() {
   local src="$ROOT/clients/sarama/golden"
   export GOPATH="$GO_DIR" GOMODCACHE="$GO_DIR/pkg/mod" GOFLAGS=-modcacherw GOTOOLCHAIN=local
-  "$PY" -c 'from conformance import config as c
-for m, v, t in c.GOLDEN_SARAMA_RELEASES: print(m, v, t or "-")' | while read -r module v tags; do
+  "$PY" -c 'from conformance.members.kinds import sarama
+for m, v, t in sarama.GOLDEN_RELEASES: print(m, v, t or "-")' | while read -r module v tags; do
     [ "$tags" = "-" ] && tags=""
     # One throw-away module per release: the generator's import path is rewritten to the release's
     # module path (github.com/Shopify/sarama before 1.40); nothing built is kept in the repository.
@@ -79,7 +85,7 @@ for m, v, t in c.GOLDEN_SARAMA_RELEASES: print(m, v, t or "-")' | while read -r 
 }
 
 regen_kafka_python() {
-  for v in $(cfg '" ".join(c.GOLDEN_KAFKA_PYTHON_VERSIONS)'); do
+  for v in $(golden_versions kafka-python); do
     # One venv per release; .complete is written last, so a half-built venv is rebuilt.
     local venv="$VENVS_DIR/golden-kafka-python-$v"
     if [ ! -f "$venv/.complete" ]; then
@@ -93,13 +99,15 @@ regen_kafka_python() {
   done
 }
 
+known=$("$PY" -c "from conformance.members.kinds import golden_kinds; print(' '.join(golden_kinds()))")
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(java sarama kafka-python)
+[ ${#targets[@]} -gt 0 ] || read -r -a targets <<<"$known"
 for t in "${targets[@]}"; do
-  case "$t" in
-    java) regen_java ;;
-    sarama) regen_sarama ;;
-    kafka-python) regen_kafka_python ;;
-    *) echo "regen-golden: unknown library '$t' (known: java, sarama, kafka-python)" >&2; exit 2 ;;
-  esac
+  fn="regen_${t//-/_}"
+  if [[ " $known " != *" $t "* ]] || ! declare -F "$fn" >/dev/null; then
+    echo "regen-golden: no golden generator for '$t' (kinds with one: $known)" >&2; exit 2
+  fi
+done
+for t in "${targets[@]}"; do
+  "regen_${t//-/_}"
 done

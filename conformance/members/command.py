@@ -1,5 +1,6 @@
-"""``conformance clients list``: every member kind, its default version, its known versions with
-their known issues, and the table of known issues.
+"""``conformance clients list``: every member kind, its default version, the range of versions its
+harness runs, its known versions with their known issues, each kind's features by version (its
+module's FEATURES), and the table of known issues.
 
 Then the deliberate faults a ``reference/FAULT`` spec may name (each explained in
 :mod:`conformance.reference.faults`).
@@ -19,7 +20,8 @@ from conformance import config
 from conformance.errors import SuiteError
 from conformance.members.install import load_kind
 from conformance.members.known_issues import KNOWN_ISSUES, issues_of
-from conformance.members.kinds import KIND_MODULES, library_version
+from conformance.members import kinds
+from conformance.members.kinds import KIND_MODULES, library_version, release_tuple
 from conformance.members.spec import REFERENCE_FAULTS
 
 
@@ -40,25 +42,64 @@ def _with_issues(kind: str, version: str) -> str:
     return shown + (f" [known: {', '.join(i.invariant for i in found)}]" if found else "")
 
 
-def rows() -> list[tuple[str, str, str]]:
-    """``(kind, default version, known versions or "(not built)")`` for every registered kind; a
-    version with known issues (:mod:`conformance.members.known_issues`) names their invariants."""
+def version_range(kind: str) -> str:
+    """The releases the kind's harness runs: ``"1.27.0 and later"``, or its one version (reference)."""
+    module = load_kind(kind)
+    oldest = getattr(module, "OLDEST", None)
+    return f"{oldest} and later" if oldest else ", ".join(module.known_versions())
+
+
+def feature_line(kind: str) -> str:
+    """What ``kind`` has from which release, from its module's FEATURES, grouped by release
+    (``"range, roundrobin, sticky: every version; static membership: from 1.34.0; ..."``)."""
+    by_when: dict[str, list[str]] = {}
+    table = getattr(load_kind(kind), "FEATURES", None)
+    if table is None:
+        return "(no FEATURES table: cooperative and assignors as its module answers per version)"
+    for f in table:
+        by_when.setdefault(f.versions, []).append(f.name.removeprefix("assignor:").replace("-", " ")
+                                                  if not f.name.startswith("assignor:") else f.name.split(":", 1)[1])
+    order = sorted(by_when, key=lambda w: (w != "every version", release_tuple(w.split()[1]) if " " in w else ()))
+    return "; ".join(f"{', '.join(by_when[w])}: {w}" for w in order)
+
+
+def rows() -> list[tuple[str, str, str, str]]:
+    """``(kind, default version, version range, known versions or "(not built)")`` for every
+    registered kind; a known version shows the client library it really runs where that differs,
+    and the invariants of its known issues (:mod:`conformance.members.known_issues`)."""
     out = []
     for kind in KIND_MODULES:
         default = config.DEFAULT_CLIENT_VERSIONS.get(kind, "-")
         try:
             known = ", ".join(_with_issues(kind, v) for v in load_kind(kind).known_versions()) or "(none tested)"
+            span = version_range(kind)
         except SuiteError:
-            known = "(not built)"
-        out.append((kind, default, known))
+            known, span = "(not built)", "-"
+        out.append((kind, default, span, known))
     return out
 
 
+def markdown_table() -> str:
+    """The README's table of kinds, derived from the registry (a test keeps the README equal to it)."""
+    lines = ["| kind | default | versions | from | features by version |", "| --- | --- | --- | --- | --- |"]
+    for kind in KIND_MODULES:
+        module = load_kind(kind)
+        lines.append(f"| `{kind}` | {kinds.default_version(kind)} | {version_range(kind)} | "
+                     f"{getattr(module, 'REGISTRY', 'the suite itself')} | {feature_line(kind)} |")
+    return "\n".join(lines) + "\n"
+
+
 def list_clients(args: argparse.Namespace) -> int:
-    table = [("KIND", "DEFAULT", "KNOWN VERSIONS"), *rows()]
-    widths = [max(len(r[i]) for r in table) for i in range(2)]
-    for kind, default, known in table:
-        print(f"{kind:<{widths[0]}}  {default:<{widths[1]}}  {known}")
+    table = [("KIND", "DEFAULT", "VERSIONS", "KNOWN VERSIONS"), *rows()]
+    widths = [max(len(r[i]) for r in table) for i in range(3)]
+    for kind, default, span, known in table:
+        print(f"{kind:<{widths[0]}}  {default:<{widths[1]}}  {span:<{widths[2]}}  {known}")
+    print("\nfeatures by version (each kind module's FEATURES, read from the client's sources):")
+    for kind in KIND_MODULES:
+        try:
+            print(f"  {kind}: {feature_line(kind)}")
+        except SuiteError:
+            print(f"  {kind}: (not built)")
     print("\nknown issues (a matching finding is reported as a known issue, not a new failure):")
     for issue in KNOWN_ISSUES:
         print(f"  {issue.kind} {issue.versions}: {issue.invariant}: {issue.summary} ({issue.reference})")

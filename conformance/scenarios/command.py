@@ -20,6 +20,7 @@ from typing import Any, Sequence
 
 from conformance import config
 from conformance.errors import UsageError, one_line
+from conformance.members.kinds import feature_since, has_feature
 from conformance.members.spec import MemberSpec, parse_specs
 from conformance.members.versions import check_specs
 from conformance.rundir import ready_dir
@@ -73,9 +74,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def check_cell(cell: Cell) -> None:
     """UsageError (one line) unless ``cell``'s scenario can run on its mix: every target exists
-    (:func:`~conformance.scenarios.parse.check_targets`) and the members form a group
-    (:func:`~conformance.scenarios.mixing.plan_mix`). Offline: versions are :func:`preflight`'s."""
+    (:func:`~conformance.scenarios.parse.check_targets`), every member has the features the
+    scenario needs (static membership for ``members static=true``; the kind modules' FEATURES) and
+    the members form a group (:func:`~conformance.scenarios.mixing.plan_mix`, which also knows who
+    lacks cooperative rebalancing or an assignor). Offline: versions are :func:`preflight`'s."""
     check_targets(cell.scenario, [s.kind for s in cell.specs])
+    if cell.scenario.static_members:
+        for spec in cell.specs:
+            if not has_feature(spec.kind, spec.version, "static-membership"):
+                since = feature_since(spec.kind, "static-membership")
+                raise UsageError(f"scenario {cell.scenario.name} runs static members (group.instance.id, KIP-345); "
+                                 f"{spec} has no static membership"
+                                 + (f" ({spec.kind} has it from {since})" if since else ""))
     try:
         plan_mix(list(cell.specs), cell.scenario.start_strategies)
     except UsageError as exc:

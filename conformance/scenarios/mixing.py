@@ -8,8 +8,12 @@ Rule (the group is cooperative exactly when every member supports it, R5):
   ``roundrobin``): members that can list a cooperative and an eager assignor
   together get ``[cooperative-sticky, range]`` (they run eager until every member
   is cooperative, like the first bounce of the upgrade); members that cannot
-  mix the two (librdkafka, kafka-python 3.x; see PROTOCOL-FACTS) and members
-  without cooperative support get ``[range]``. The group is judged eager.
+  mix the two and members without cooperative support get ``[range]``. The
+  group is judged eager.
+
+What each member can do comes from its kind's module (:func:`conformance.members.kinds.has_feature`):
+``mix-eager-cooperative`` (librdkafka and kafka-python 3.x have not), ``assignor-list`` (Sarama
+before 1.37 takes exactly one assignor, so it never gets a list of two) and the assignors it has.
 
 A scenario may start every member on one list instead (``members strategies=range``: the
 upgrade starts eager) and move members to others (``bounce-strategies``); the protocol the
@@ -24,11 +28,9 @@ from typing import Sequence
 
 from conformance.config import COOPERATIVE_ASSIGNORS
 from conformance.errors import UsageError
-from conformance.members.kinds import kind_module
+from conformance.members.kinds import has_feature, kind_module
 from conformance.members.spec import MemberSpec
 
-#: Kinds whose consumer cannot hold a cooperative and an eager assignor in one list.
-CANNOT_MIX: frozenset[str] = frozenset({"librdkafka", "kafka-python"})
 EAGER_CHOICES: tuple[str, ...] = ("range", "roundrobin")
 
 
@@ -41,6 +43,16 @@ class MixPlan:
 
 def supported(spec: MemberSpec) -> list[str]:
     return list(kind_module(spec.kind).strategies_supported(spec.version))
+
+
+def cannot_mix(spec: MemberSpec) -> bool:
+    """True when ``spec`` cannot hold a cooperative and an eager assignor in one list."""
+    return not has_feature(spec.kind, spec.version, "mix-eager-cooperative")
+
+
+def one_assignor_only(spec: MemberSpec) -> bool:
+    """True when ``spec`` takes exactly one assignor (no list)."""
+    return not has_feature(spec.kind, spec.version, "assignor-list")
 
 
 def group_protocol(lists: Sequence[Sequence[str]]) -> str | None:
@@ -75,8 +87,10 @@ def plan_mix(specs: list[MemberSpec], start: Sequence[str] | None = None) -> Mix
         lists = tuple(tuple(start) for _ in specs)
         for spec, sup in zip(specs, support):
             if bounce_list(spec, list(start), ()) != tuple(start):
-                why = ("cannot list a cooperative and an eager assignor together" if spec.kind in CANNOT_MIX
-                       and all(s in sup for s in start) else f"supports only {', '.join(sup)}")
+                fits = all(s in sup for s in start)
+                why = ("takes exactly one assignor" if fits and one_assignor_only(spec) and len(start) > 1
+                       else "cannot list a cooperative and an eager assignor together" if fits and cannot_mix(spec)
+                       else f"supports only {', '.join(sup)}")
                 raise UsageError(f"the scenario starts every member on [{', '.join(start)}]; {spec} {why}")
         protocol = group_protocol(lists)
         if protocol is None:  # one list for all: shares itself; a tie cannot happen
@@ -89,7 +103,7 @@ def plan_mix(specs: list[MemberSpec], start: Sequence[str] | None = None) -> Mix
         if all(eager in sup for sup in support):
             lists = []
             for spec, sup in zip(specs, support):
-                if "cooperative-sticky" in sup and spec.kind not in CANNOT_MIX:
+                if "cooperative-sticky" in sup and not cannot_mix(spec) and not one_assignor_only(spec):
                     lists.append(("cooperative-sticky", eager))
                 else:
                     lists.append((eager,))
@@ -109,8 +123,10 @@ def bounce_list(spec: MemberSpec, target: list[str], current: tuple[str, ...]) -
     sup = supported(spec)
     if not all(s in sup for s in target):
         return current
+    if len(target) > 1 and one_assignor_only(spec):
+        return current
     mixes = any(s == "cooperative-sticky" for s in target) and any(s != "cooperative-sticky" for s in target)
-    if mixes and spec.kind in CANNOT_MIX:
+    if mixes and cannot_mix(spec):
         return current
     return tuple(target)
 

@@ -31,6 +31,7 @@ from typing import Iterator
 from conformance import config, registries
 from conformance.errors import SuiteError, UsageError
 from conformance.members.harness_config import STRATEGIES
+from conformance.members.kinds import Feature
 
 KIND = "java"
 MAIN_CLASS = "conformance.harness.Main"
@@ -38,9 +39,35 @@ MAVEN_GROUP = "org.apache.kafka"
 MAVEN_ARTIFACT = "kafka-clients"
 #: Where releases come from, for messages.
 REGISTRY = f"Maven Central ({MAVEN_GROUP}:{MAVEN_ARTIFACT})"
-#: The oldest release the harness runs, and why.
-OLDEST: str = config.JAVA_MIN_CLIENT_VERSION
+#: The oldest release the harness runs (KIP-429 listener API, onPartitionsLost), and why.
+OLDEST: str = "2.4.0"
 OLDEST_WHY: str = f"the Java harness runs kafka-clients {OLDEST} or later (KIP-429 listener API)"
+
+DEFAULT_VERSION = "4.4.0"
+#: kafka-clients releases tested with the harness, the default first.
+KNOWN_VERSIONS: tuple[str, ...] = ("4.4.0", "3.9.2", "2.8.2", "2.4.1")
+#: What ``setup --all`` installs and CI's contract test runs: the newest, the oldest patch of the
+#: oldest minor (2.4.1), and 2.8.1 (tests of the harness).
+TEST_VERSIONS: tuple[str, ...] = ("4.4.0", "2.8.1", "2.4.1")
+#: The newest patch of every minor from OLDEST on Maven Central (the nightly contract tier).
+MINOR_VERSIONS: tuple[str, ...] = (
+    "4.4.0", "4.3.1", "4.2.2", "4.1.2", "4.0.2", "3.9.2", "3.8.1", "3.7.2", "3.6.2", "3.5.2", "3.4.1", "3.3.2",
+    "3.2.3", "3.1.2", "3.0.2", "2.8.2", "2.7.2", "2.6.3", "2.5.1", "2.4.1")
+#: kafka-clients releases whose ConsumerProtocol / assignors write the Java golden vectors
+#: (clients/java/golden, run by scripts/regen-golden.sh).
+GOLDEN_VERSIONS: tuple[str, ...] = ("2.4.1", "2.8.2", "3.4.1", "3.5.2", "3.9.2", "4.4.0")
+
+_SRC = "kafka-clients' ConsumerConfig and consumer/*Assignor.java of each release"
+FEATURES: tuple[Feature, ...] = (
+    Feature("assignor:range", None, _SRC),
+    Feature("assignor:roundrobin", None, _SRC),
+    Feature("assignor:sticky", None, _SRC),
+    Feature("assignor:cooperative-sticky", None, "CooperativeStickyAssignor, KIP-429 (2.4.0)"),
+    Feature("cooperative", None, "KIP-429 (2.4.0)"),
+    Feature("assignor-list", None, _SRC),
+    Feature("mix-eager-cooperative", None, "[cooperative-sticky, range] is the documented first upgrade bounce"),
+    Feature("static-membership", None, "group.instance.id, KIP-345 (2.3.0)"),
+)
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -49,11 +76,11 @@ def version_key(version: str) -> tuple[int, ...]:
 
 
 def known_versions() -> list[str]:
-    return list(config.JAVA_KNOWN_VERSIONS)
+    return list(KNOWN_VERSIONS)
 
 
 def supports_cooperative(version: str) -> bool:
-    return version_key(version) >= version_key(config.JAVA_MIN_CLIENT_VERSION)
+    return version_key(version) >= version_key(OLDEST)
 
 
 def strategies_supported(version: str) -> list[str]:

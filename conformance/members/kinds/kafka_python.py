@@ -1,14 +1,18 @@
 """Member kind ``kafka-python``: dpkp/kafka-python in its own venv per version.
 
 ``kafka-python@V`` is the PyPI release ``V`` installed into
-``config.VENVS_DIR/kafka-python-V`` (same atomic, idempotent installer as the
-librdkafka kind). The harness is ``clients/kafka-python/harness.py``.
+``config.VENVS_DIR/kafka-python-V`` (the shared installer,
+:mod:`conformance.members.pypi_venv`). The harness is
+``clients/kafka-python/harness.py``.
 
 Assignors, read from the releases' own sources: 3.x has
 ``kafka.coordinator.assignors.cooperative_sticky.CooperativeStickyAssignor``
 (name ``cooperative-sticky``, KIP-429, from 3.0.0) besides ``range``,
 ``roundrobin`` and ``sticky`` (``...sticky.sticky_assignor.StickyPartitionAssignor``);
 2.x (from 2.0.2) has the eager ``range``, ``roundrobin`` and ``sticky`` only.
+3.x cannot list a cooperative and an eager assignor together (its coordinator
+refuses the mix), so it has no ``mix-eager-cooperative`` feature. Static
+membership (``group_instance_id``) is 3.x only.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from conformance import config, registries
-from conformance.members.kinds.librdkafka import _MARKER, _vtuple, install_pypi_venv, python_env, venv_dir, venv_python
+from conformance.members.harness_config import STRATEGIES
+from conformance.members.kinds import Feature, release_tuple
+from conformance.members.pypi_venv import MARKER, install_pypi_venv, python_env, venv_dir, venv_python
 
 KIND = "kafka-python"
 PYPI_PACKAGE = "kafka-python"
@@ -28,8 +34,26 @@ OLDEST_WHY = ("the kafka-python harness commits with OffsetAndMetadata(offset, m
               "which kafka-python has from 2.1.0")
 HARNESS: Path = config.CLIENTS_DIR / "kafka-python" / "harness.py"
 
-#: Versions exercised by tests/test_harness_kafka_python.py against a real broker.
+DEFAULT_VERSION = "3.0.12"
+#: Versions exercised by the harness tests against a real broker, the default first.
 KNOWN_VERSIONS: tuple[str, ...] = ("3.0.12", "2.3.3")
+#: One new and one old release: what ``setup --all`` installs and CI's contract test runs.
+TEST_VERSIONS: tuple[str, ...] = ("3.0.12", "2.3.3")
+#: The newest patch of every minor from OLDEST on PyPI (the nightly contract tier).
+MINOR_VERSIONS: tuple[str, ...] = ("3.0.12", "2.3.3", "2.2.21", "2.1.6")
+#: Releases whose golden vectors scripts/regen-golden.sh writes (clients/kafka-python/golden).
+GOLDEN_VERSIONS: tuple[str, ...] = ("2.3.3", "3.0.12")
+
+_SRC = "kafka/coordinator/assignors/ of each release"
+FEATURES: tuple[Feature, ...] = (
+    Feature("assignor:range", None, _SRC),
+    Feature("assignor:roundrobin", None, _SRC),
+    Feature("assignor:sticky", "2.0.2", _SRC + " (sticky/sticky_assignor.py)"),
+    Feature("assignor-list", None, "group_protocols() lists every configured assignor"),
+    Feature("cooperative", "3.0.0", "CooperativeStickyAssignor, KIP-429 (3.0.0)"),
+    Feature("assignor:cooperative-sticky", "3.0.0", _SRC + " (cooperative_sticky.py)"),
+    Feature("static-membership", "3.0.0", "group_instance_id (3.0.0)"),
+)
 
 
 def known_versions() -> list[str]:
@@ -37,12 +61,12 @@ def known_versions() -> list[str]:
 
 
 def supports_cooperative(version: str) -> bool:
-    return _vtuple(version) >= (3, 0, 0)
+    return release_tuple(version) >= (3, 0, 0)
 
 
 def strategies_supported(version: str) -> list[str]:
-    eager = ["sticky", "range", "roundrobin"] if _vtuple(version) >= (2, 0, 2) else ["range", "roundrobin"]
-    return (["cooperative-sticky"] if supports_cooperative(version) else []) + eager
+    have = {f.name for f in FEATURES if f.available(version)}
+    return [s for s in STRATEGIES if f"assignor:{s}" in have]
 
 
 def release_exists(version: str) -> bool:
@@ -57,7 +81,7 @@ def listed_versions() -> tuple[str, ...]:
 
 def is_installed(version: str) -> bool:
     """True when the venv of ``version`` is complete (no I/O but stat)."""
-    return (venv_dir(KIND, version) / _MARKER).is_file()
+    return (venv_dir(KIND, version) / MARKER).is_file()
 
 
 def ensure(version: str) -> None:

@@ -46,25 +46,22 @@ with the same harness passes):
   violation names the SyncGroup's generation. Seen: 1.9.2 in leader-rotation
   and rolling-restart.
 
-This module also holds :func:`install_pypi_venv`, the atomic, idempotent
-per-version venv installer that the kafka-python kind shares.
+The venv installer is :mod:`conformance.members.pypi_venv`, shared with every
+kind installed from PyPI.
 """
 
 from __future__ import annotations
 
-import fcntl
-import json
 import os
 import re
-import shutil
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 from conformance import config, registries
-from conformance.errors import SuiteError, UsageError
 from conformance.members.interpreters import find_python
+from conformance.members.harness_config import STRATEGIES
+from conformance.members.kinds import Feature, release_tuple
+from conformance.members.pypi_venv import MARKER, install_pypi_venv, python_env, venv_dir, venv_python
 
 KIND = "librdkafka"
 PYPI_PACKAGE = "confluent-kafka"
@@ -75,25 +72,32 @@ OLDEST = "1.9.0"
 OLDEST_WHY = "confluent-kafka before 1.9.0 has no binary wheel for a Python the suite runs (3.10, 3.11)"
 HARNESS: Path = config.CLIENTS_DIR / "librdkafka" / "harness.py"
 
-#: Versions exercised by tests/test_harness_*.py against a real broker.
+DEFAULT_VERSION = "2.16.1"
+#: Versions exercised by the harness tests against a real broker, the default first.
 KNOWN_VERSIONS: tuple[str, ...] = ("2.16.1", "2.0.2", "1.9.2")
+#: New and old releases: what ``setup --all`` installs and CI's contract test runs (2.0.2 is the
+#: oldest with a wheel for the suite's Python, 1.9.2 the newest 1.x, on Python 3.10).
+TEST_VERSIONS: tuple[str, ...] = ("2.16.1", "2.0.2", "1.9.2")
+#: The newest patch of every minor from OLDEST on PyPI (the nightly contract tier).
+MINOR_VERSIONS: tuple[str, ...] = (
+    "2.16.1", "2.15.1", "2.14.2", "2.13.2", "2.12.2", "2.11.1", "2.10.1", "2.9.0", "2.8.2", "2.7.0", "2.6.2",
+    "2.5.3", "2.4.0", "2.3.0", "2.2.0", "2.1.1", "2.0.2", "1.9.2")
+
+_SRC = "librdkafka's rd_kafka_assignor list and CONFIGURATION.md"
+FEATURES: tuple[Feature, ...] = (
+    Feature("assignor:range", None, _SRC),
+    Feature("assignor:roundrobin", None, _SRC),
+    Feature("assignor-list", None, "partition.assignment.strategy takes a list"),
+    Feature("static-membership", None, "group.instance.id, librdkafka 1.4.0 (older than OLDEST)"),
+    Feature("cooperative", "1.6.0", "KIP-429 in librdkafka 1.6.0 (incremental_assign/unassign)"),
+    Feature("assignor:cooperative-sticky", "1.6.0", _SRC),
+    # No mix-eager-cooperative: librdkafka refuses a list mixing eager and cooperative assignors.
+)
 
 #: The first confluent-kafka with the cooperative-sticky assignor and
 #: incremental_assign/unassign (KIP-429 support in librdkafka 1.6.0).
 FIRST_COOPERATIVE = (1, 6, 0)
 
-_MARKER = ".conformance-installed.json"
-
-
-def _vtuple(version: str) -> tuple[int, ...]:
-    """``"2.16.1"`` -> ``(2, 16, 1)``; non-numeric parts end the tuple."""
-    parts: list[int] = []
-    for piece in version.split("."):
-        m = re.match(r"\d+", piece)
-        if not m:
-            break
-        parts.append(int(m.group()))
-    return tuple(parts)
 
 
 def known_versions() -> list[str]:
@@ -101,13 +105,13 @@ def known_versions() -> list[str]:
 
 
 def supports_cooperative(version: str) -> bool:
-    return _vtuple(version) >= FIRST_COOPERATIVE
+    return release_tuple(version) >= FIRST_COOPERATIVE
 
 
 def strategies_supported(version: str) -> list[str]:
     """librdkafka has range, roundrobin and (1.6+) cooperative-sticky; no eager ``sticky``."""
-    eager = ["range", "roundrobin"]
-    return (["cooperative-sticky"] if supports_cooperative(version) else []) + eager
+    have = {f.name for f in FEATURES if f.available(version)}
+    return [s for s in STRATEGIES if f"assignor:{s}" in have]
 
 
 def release_exists(version: str) -> bool:
@@ -122,86 +126,12 @@ def listed_versions() -> tuple[str, ...]:
 
 def is_installed(version: str) -> bool:
     """True when the venv of ``version`` is complete (no I/O but stat)."""
-    return (venv_dir(KIND, version) / _MARKER).is_file()
-
-
-def venv_dir(kind: str, version: str) -> Path:
-    return config.VENVS_DIR / f"{kind}-{version}"
-
-
-def venv_python(kind: str, version: str) -> Path:
-    return venv_dir(kind, version) / "bin" / "python"
-
-
-def _wheel_versions(pip_output: str) -> list[str]:
-    """The ``(from versions: ...)`` list of a failed ``pip install``: what has a usable wheel here."""
-    m = re.search(r"\(from versions: ([^)]*)\)", pip_output)
-    return [v.strip() for v in m.group(1).split(",")] if m and m.group(1).strip() != "none" else []
-
-
-def install_pypi_venv(kind: str, package: str, version: str, python: Path | None = None) -> Path:
-    """Install ``package==version`` (binary wheels only) into ``VENVS_DIR/<kind>-<version>``.
-
-    The venv is built with ``python`` (default: the suite's own interpreter).
-
-    Guarantees: idempotent (a complete venv is reused; completeness is a marker
-    file written last); atomic (built in a temporary sibling directory and
-    renamed into place, so a crash never leaves a half venv under the final
-    name); safe against a concurrent install of the same venv (a lock file).
-    A version that does not exist, or has no wheel for this Python, raises
-    :class:`UsageError` naming the versions that do.
-    """
-    target = venv_dir(kind, version)
-    if (target / _MARKER).is_file():
-        return target
-    config.VENVS_DIR.mkdir(parents=True, exist_ok=True)
-    lock_path = config.VENVS_DIR / f".{kind}-{version}.lock"
-    with open(lock_path, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (target / _MARKER).is_file():
-            return target
-        tmp = config.VENVS_DIR / f".tmp-{kind}-{version}-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        try:
-            interpreter = str(python or sys.executable)
-            made = subprocess.run([interpreter, "-m", "venv", str(tmp)], capture_output=True, text=True, timeout=300)
-            if made.returncode != 0:
-                raise SuiteError(f"{kind}@{version}: {interpreter} -m venv failed (exit {made.returncode}): "
-                                 f"{(made.stdout + made.stderr).strip()[-500:]}")
-            py_minor = subprocess.run([str(tmp / "bin" / "python"), "-c",
-                                       "import sys; print('%d.%d' % sys.version_info[:2])"],
-                                      capture_output=True, text=True, timeout=60).stdout.strip()
-            proc = subprocess.run(
-                [str(tmp / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                 "--only-binary=:all:", f"{package}=={version}"],
-                capture_output=True, text=True, timeout=900)
-            if proc.returncode != 0:
-                out = proc.stdout + proc.stderr
-                if "No matching distribution" in out or "Could not find a version" in out:
-                    wheels = _wheel_versions(out)
-                    listed = list(registries.pypi_versions(package))
-                    if version in listed:
-                        raise UsageError(
-                            f"{kind}@{version}: {package} {version} exists on PyPI but has no binary wheel for "
-                            f"Python {py_minor} on this platform; versions "
-                            f"with one: {', '.join(wheels) or 'none'}")
-                    raise UsageError(f"{kind}@{version}: {package} has no version {version!r} on PyPI; "
-                                     f"versions with a wheel here: {', '.join(wheels or listed) or 'none found'}")
-                raise SuiteError(f"{kind}@{version}: pip install {package}=={version} failed "
-                                 f"(exit {proc.returncode}):\n{out[-2000:]}")
-            (tmp / _MARKER).write_text(json.dumps({"kind": kind, "package": package, "version": version,
-                                                   "python": interpreter, "python_version": py_minor,
-                                                   "installed_at": time.time()}) + "\n")
-            shutil.rmtree(target, ignore_errors=True)  # an incomplete leftover (no marker)
-            os.rename(tmp, target)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return target
+    return (venv_dir(KIND, version) / MARKER).is_file()
 
 
 def needs_legacy_python(version: str) -> bool:
     """True for confluent-kafka versions with no wheel for the suite's Python (1.x: cp310 at most)."""
-    return _vtuple(version) < config.LEGACY_CONFLUENT_BELOW
+    return release_tuple(version) < config.LEGACY_CONFLUENT_BELOW
 
 
 def ensure(version: str) -> None:
@@ -211,7 +141,7 @@ def ensure(version: str) -> None:
     SuiteError (one line, what to install) when none is found.
     """
     python = None
-    if needs_legacy_python(version) and not (venv_dir(KIND, version) / _MARKER).is_file():
+    if needs_legacy_python(version) and not (venv_dir(KIND, version) / MARKER).is_file():
         python = find_python(config.LEGACY_PYTHON)
     install_pypi_venv(KIND, PYPI_PACKAGE, version, python)
     library_version(version)
@@ -226,7 +156,7 @@ def library_version(version: str) -> str | None:
     from the installed venv and kept in it; None when that version is not installed or its
     interpreter cannot say (a broken venv: the run's own start reports that)."""
     venv = venv_dir(KIND, version)
-    if not (venv / _MARKER).is_file():
+    if not (venv / MARKER).is_file():
         return None
     kept = venv / LIBRARY_FILE
     if kept.is_file():
@@ -244,11 +174,6 @@ def library_version(version: str) -> str | None:
     tmp.write_text(found + "\n", encoding="utf-8")
     os.replace(tmp, kept)
     return found
-
-
-def python_env() -> dict[str, str]:
-    """Environment for a Python harness in its own venv: the repo root on PYTHONPATH."""
-    return {"PYTHONPATH": str(config.REPO_ROOT), "PYTHONUNBUFFERED": "1"}
 
 
 def command(version: str, config_path: Path) -> tuple[list[str], dict[str, str]]:

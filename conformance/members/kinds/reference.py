@@ -10,14 +10,22 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from conformance import config
+from conformance import __version__
 from conformance.members.harness_config import STRATEGIES
+from conformance.members.kinds import Feature
 
 KIND = "reference"
+#: The suite's own version: the reference consumer has this one.
+DEFAULT_VERSION: str = __version__
+KNOWN_VERSIONS: tuple[str, ...] = (DEFAULT_VERSION,)
+#: Everything the harness contract asks for (conformance/reference/member.py).
+FEATURES: tuple[Feature, ...] = tuple(Feature(name) for name in (
+    "cooperative", "static-membership", "assignor-list", "mix-eager-cooperative",
+    *(f"assignor:{s}" for s in STRATEGIES)))
 
 
 def known_versions() -> list[str]:
-    return [config.DEFAULT_CLIENT_VERSIONS[KIND]]
+    return list(KNOWN_VERSIONS)
 
 
 def ensure(version: str) -> None:

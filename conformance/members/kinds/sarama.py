@@ -15,16 +15,19 @@ path there (a ``replace`` directive cannot rename a module: Go rejects a
 replacement whose go.mod declares another path). The generated go.mod
 requires the one module at the exact version.
 
-Cooperative support, read from the releases' sources:
+Features by version, read from the releases' sources (the module proxy's zips;
+:data:`FEATURES`):
 
+- 1.34.0+: ``Consumer.Group.InstanceId``, static membership.
+- 1.37.0+: ``Consumer.Group.Rebalance.GroupStrategies``, a list of assignors
+  (:data:`OLDEST`: the harness sets it).
 - 1.60.0+: ``NewBalanceStrategyCooperativeSticky`` (leader side; build tag
   ``sarama_coop``).
 - 1.61.0+: member-side incremental rebalancing (IBM/sarama PR 3696,
   ``consumer_group_cooperative.go``: the session survives a rebalance, only
   revoked claims stop). 1.60.x lacks that file. So 1.61.0 is the first
   release with full KIP-429 member support, and ``supports_cooperative`` is
-  true from there.
-- Before 1.60: eager ``sticky``, ``range``, ``roundrobin``.
+  true from there. Before 1.60: eager ``sticky``, ``range``, ``roundrobin``.
 
 Expected verdicts: Sarama before 1.43.3 could send two OffsetCommit requests
 of one member out of order (fixed by "maintain ordering of offset commit
@@ -37,36 +40,63 @@ passes.
 
 from __future__ import annotations
 
-import fcntl
-import json
-import os
 import re
-import shutil
-import subprocess
-import time
 from pathlib import Path
 
-from conformance import config, registries
-from conformance.errors import SuiteError, UsageError
-from conformance.members.kinds.librdkafka import _vtuple
+from conformance import config, go_install, registries
+from conformance.errors import UsageError
+from conformance.go_install import go_env  # noqa: F401  (the Go build environment; kept importable here)
+from conformance.members.harness_config import STRATEGIES
+from conformance.members.kinds import Feature, release_tuple
 
 KIND = "sarama"
 SOURCE_DIR: Path = config.CLIENTS_DIR / "sarama" / "harness"
 IBM_MODULE = "github.com/IBM/sarama"
 SHOPIFY_MODULE = "github.com/Shopify/sarama"
 
-#: Versions exercised by tests/test_harness_sarama.py against a real broker.
+DEFAULT_VERSION = "1.61.1"
+#: Versions exercised by the harness tests against a real broker, the default first.
 KNOWN_VERSIONS: tuple[str, ...] = ("1.61.1", "1.38.1")
+#: One new and one old release: what ``setup --all`` installs and CI's contract test runs.
+TEST_VERSIONS: tuple[str, ...] = ("1.61.1", "1.38.1")
+#: The newest patch of every minor from OLDEST (the nightly contract tier), each asked of the proxy
+#: by exact version (Shopify path before 1.40, IBM from 1.40; there is no 1.39).
+MINOR_VERSIONS: tuple[str, ...] = (
+    "1.61.1", "1.60.2", "1.50.3", "1.49.0", "1.48.2", "1.47.0", "1.46.3", "1.45.2", "1.44.0", "1.43.3", "1.42.2",
+    "1.41.3", "1.40.1", "1.38.1", "1.37.2")
 #: Where releases come from, for messages.
 REGISTRY = f"the Go module proxy ({IBM_MODULE}, {SHOPIFY_MODULE})"
 #: The oldest release the harness builds against, and why.
 OLDEST = "1.37.0"
 OLDEST_WHY = "the Sarama harness sets Consumer.Group.Rebalance.GroupStrategies, which Sarama has from 1.37.0"
+#: Releases whose golden vectors scripts/regen-golden.sh writes (clients/sarama/golden), as
+#: (module path, version, build tags): sarama_gen = GenerationID/RackID fields (1.45+),
+#: sarama_coop = the cooperative-sticky strategy (1.60+).
+GOLDEN_RELEASES: tuple[tuple[str, str, str], ...] = (
+    (SHOPIFY_MODULE, "v1.38.1", ""),
+    (IBM_MODULE, "v1.45.2", "sarama_gen"),
+    (IBM_MODULE, "v1.60.1", "sarama_gen,sarama_coop"),
+    (IBM_MODULE, "v1.61.1", "sarama_gen,sarama_coop"),
+)
+GOLDEN_VERSIONS: tuple[str, ...] = tuple(v.removeprefix("v") for _, v, _ in GOLDEN_RELEASES)
+
+_SRC = "Sarama's config.go / balance_strategy.go of each release (module proxy zips)"
+FEATURES: tuple[Feature, ...] = (
+    Feature("assignor:range", None, _SRC),
+    Feature("assignor:roundrobin", None, _SRC),
+    Feature("assignor:sticky", None, _SRC),   # BalanceStrategySticky is older than OLDEST (1.24)
+    Feature("static-membership", "1.34.0", "Consumer.Group.InstanceId, config.go of 1.34.0"),
+    Feature("assignor-list", "1.37.0", "Consumer.Group.Rebalance.GroupStrategies, config.go of 1.37.0"),
+    Feature("assignor:cooperative-sticky", "1.60.0", "NewBalanceStrategyCooperativeSticky, 1.60.0"),
+    Feature("mix-eager-cooperative", "1.60.0", "the protocol is chosen at construction: any eager strategy -> EAGER"),
+    Feature("cooperative", "1.61.0", "IBM/sarama PR 3696, consumer_group_cooperative.go (1.61.0)"),
+)
 
 FIRST_COOPERATIVE_STRATEGY = (1, 60, 0)
 FIRST_COOPERATIVE_MEMBER = (1, 61, 0)   # IBM/sarama PR 3696
 FIRST_IBM_MODULE = (1, 40, 0)
-_MARKER = "install.json"
+FIRST_INSTANCE_ID = (1, 34, 0)
+FIRST_GROUP_STRATEGIES = (1, 37, 0)
 
 
 def known_versions() -> list[str]:
@@ -74,30 +104,24 @@ def known_versions() -> list[str]:
 
 
 def supports_cooperative(version: str) -> bool:
-    return _vtuple(version) >= FIRST_COOPERATIVE_MEMBER
+    return release_tuple(version) >= FIRST_COOPERATIVE_MEMBER
 
 
 def strategies_supported(version: str) -> list[str]:
-    coop = ["cooperative-sticky"] if _vtuple(version) >= FIRST_COOPERATIVE_STRATEGY else []
-    return coop + ["sticky", "range", "roundrobin"]
+    have = {f.name for f in FEATURES if f.available(version)}
+    return [s for s in STRATEGIES if f"assignor:{s}" in have]
+
+
+def build_tags(version: str) -> list[str]:
+    """The harness's build tags for ``version``: one per version-dependent API it has."""
+    v = release_tuple(version)
+    return [tag for tag, first in (("sarama_instance_id", FIRST_INSTANCE_ID),
+                                   ("sarama_group_strategies", FIRST_GROUP_STRATEGIES),
+                                   ("sarama_coop", FIRST_COOPERATIVE_STRATEGY)) if v >= first]
 
 
 def binary(version: str) -> Path:
     return config.SARAMA_DIR / version / "harness"
-
-
-def go_env() -> dict[str, str]:
-    """The Go environment of every build: caches under config.GO_DIR, no toolchain download."""
-    env = dict(os.environ)
-    env.update({
-        "GOPATH": str(config.GO_DIR),
-        "GOMODCACHE": str(config.GO_DIR / "pkg" / "mod"),
-        "GOCACHE": str(config.GO_DIR / "build-cache"),
-        "GOFLAGS": "-modcacherw -mod=mod",
-        "GOTOOLCHAIN": "local",
-        "CGO_ENABLED": "0",
-    })
-    return env
 
 
 def module_for(version: str) -> str | None:
@@ -105,7 +129,7 @@ def module_for(version: str) -> str | None:
     version, ``@v/VERSION.info``; the proxy's version list can omit versions it serves), or None
     when it serves it under neither. The path of the version's era is asked first (Shopify before
     1.40). RegistryUnreachable when the proxy does not answer."""
-    ibm_era = not re.match(r"^\d", version) or _vtuple(version) >= FIRST_IBM_MODULE
+    ibm_era = not re.match(r"^\d", version) or release_tuple(version) >= FIRST_IBM_MODULE
     for module in ((IBM_MODULE, SHOPIFY_MODULE) if ibm_era else (SHOPIFY_MODULE, IBM_MODULE)):
         if registries.go_has(module, version):
             return module
@@ -124,69 +148,26 @@ def listed_versions() -> tuple[str, ...]:
 
 def is_installed(version: str) -> bool:
     """True when the harness binary of ``version`` is built (no I/O but stat)."""
-    return (config.SARAMA_DIR / version / _MARKER).is_file() and binary(version).is_file()
-
-
-def _go_version() -> str:
-    out = subprocess.run(["go", "env", "GOVERSION"], capture_output=True, text=True, env=go_env()).stdout.strip()
-    m = re.match(r"go(\d+\.\d+)", out)
-    return m.group(1) if m else "1.22"
+    return go_install.is_built(config.SARAMA_DIR / version)
 
 
 def ensure(version: str) -> None:
-    """Build the harness against Sarama ``version`` into SARAMA_DIR/<version>/harness (idempotent, atomic)."""
-    target = config.SARAMA_DIR / version
-    if (target / _MARKER).is_file() and (target / "harness").is_file():
+    """Build the harness against Sarama ``version`` into SARAMA_DIR/<version>/harness (idempotent,
+    atomic: :func:`conformance.go_install.build_harness`)."""
+    if is_installed(version):
         return
     module = module_for(version)
     if module is None:
         from conformance.members.versions import check
         raise UsageError(check(KIND, version) or f"sarama@{version}: the Go module proxy has no such release")
-    config.SARAMA_DIR.mkdir(parents=True, exist_ok=True)
-    with open(config.SARAMA_DIR / f".{version}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (target / _MARKER).is_file() and (target / "harness").is_file():
-            return
-        tmp = config.SARAMA_DIR / f".tmp-{version}-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        try:
-            _build(version, module, tmp)
-            shutil.rmtree(target, ignore_errors=True)
-            os.rename(tmp, target)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _build(version: str, module: str, out_dir: Path) -> None:
-    src = out_dir / "src"
-    src.mkdir(parents=True)
-    for f in SOURCE_DIR.glob("*.go"):
-        text = f.read_text(encoding="utf-8")
-        if module != IBM_MODULE:
-            text = text.replace(f'"{IBM_MODULE}"', f'"{module}"')
-        (src / f.name).write_text(text, encoding="utf-8")
-    vt = _vtuple(version)
-    # Shopify releases declare go 1.17/1.19 and need no newer language; IBM ones state their own.
-    (src / "go.mod").write_text(f"module conformance/sarama-harness\n\ngo {_go_version()}\n\n"
-                                f"require {module} v{version}\n", encoding="utf-8")
-    tags = ["sarama_coop"] if vt >= FIRST_COOPERATIVE_STRATEGY else []
-    coop_member = "true" if vt >= FIRST_COOPERATIVE_MEMBER else "false"
-    env = go_env()
-    steps = [
-        ["go", "mod", "tidy"],
-        ["go", "build", "-trimpath", f"-tags={','.join(tags)}",
-         f"-ldflags=-X main.moduleName={module} -X main.cooperativeMember={coop_member}",
-         "-o", str(out_dir / "harness"), "."],
-    ]
-    for argv in steps:
-        proc = subprocess.run(argv, cwd=src, env=env, capture_output=True, text=True, timeout=900)
-        if proc.returncode != 0:
-            raise SuiteError(f"sarama@{version}: `{' '.join(argv)}` failed (exit {proc.returncode}):\n"
-                             f"{(proc.stdout + proc.stderr)[-3000:]}")
-    (out_dir / _MARKER).write_text(json.dumps({"version": version, "module": module, "tags": tags,
-                                               "cooperative_member": coop_member == "true",
-                                               "go": _go_version(), "built_at": time.time()}) + "\n")
-    shutil.rmtree(src, ignore_errors=True)
+    coop_member = "true" if supports_cooperative(version) else "false"
+    go_install.build_harness(
+        f"sarama@{version}", SOURCE_DIR, config.SARAMA_DIR / version, module, version,
+        tags=build_tags(version),
+        ldflags=[f"-X main.moduleName={module}", f"-X main.cooperativeMember={coop_member}"],
+        # A replace directive cannot rename a module, so a Shopify release gets the import rewritten.
+        rewrite={f'"{IBM_MODULE}"': f'"{module}"'} if module != IBM_MODULE else None,
+        record={"cooperative_member": coop_member == "true"})
 
 
 def command(version: str, config_path: Path) -> tuple[list[str], dict[str, str]]:
