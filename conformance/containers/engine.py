@@ -114,6 +114,54 @@ def ensure_engine() -> "docker.DockerClient":
         return _start_dockerd()
 
 
+def compose_command() -> list[str] | None:
+    """The argv prefix of an installed Compose: ``docker compose`` (v2) or ``docker-compose`` (v1)."""
+    for argv in (["docker", "compose"], ["docker-compose"]):
+        if shutil.which(argv[0]) is None:
+            continue
+        try:
+            ok = subprocess.run([*argv, "version"], capture_output=True, timeout=60).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            ok = False
+        if ok:
+            return argv
+    return None
+
+
+def ensure_compose() -> list[str]:
+    """An installed Compose's argv prefix; as root, installs Debian's ``docker-compose`` (v1, 1.29.2;
+    Compose v2 is not packaged in Debian) when there is none. Idempotent."""
+    found = compose_command()
+    if found is not None:
+        return found
+    if os.geteuid() != 0:
+        raise SuiteError("neither `docker compose` nor `docker-compose` is installed, and installing "
+                         "Debian's docker-compose needs root")
+    started = time.monotonic()
+    _apt_install(["docker-compose"])
+    found = compose_command()
+    if found is None:
+        raise SuiteError("docker-compose does not run after installing Debian's docker-compose")
+    print(f"engine: installed Debian's docker-compose in {time.monotonic() - started:.1f}s")
+    return found
+
+
+def engine_for_tests() -> "tuple[docker.DockerClient | None, str]":
+    """``(client, "")`` when an engine answers or can be had (as root it is installed and started:
+    a failure then raises, it is never a skip); ``(None, reason)`` only when none can be had."""
+    client = engine()
+    if client is not None:
+        os.environ.update(testcontainers_env())
+        return client, ""
+    try:
+        import docker  # noqa: F401
+    except ImportError:
+        return None, "the docker SDK is not installed in this environment (make bootstrap installs it)"
+    if os.geteuid() != 0:
+        return None, "no Docker engine answers and installing or starting one needs root"
+    return ensure_engine(), ""
+
+
 def _apt_install(packages: list[str]) -> None:
     """``apt-get install`` Debian packages (root); SuiteError with apt's last lines on failure."""
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")

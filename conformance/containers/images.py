@@ -62,7 +62,7 @@ Tools image ``conformance-tools:<suite version>``
     ``/opt/conformance``; no entrypoint, so ``docker run IMAGE python -m conformance.members.producer
     CONFIG`` runs the producer, ``python -m conformance.reference CONFIG`` the reference.
 
-Guarantees of :func:`ensure_images`: idempotent (unchanged inputs: no build, a few seconds of
+Guarantees of :func:`ensure_images`: one builder at a time (a file lock); idempotent (unchanged inputs: no build, a few seconds of
 hashing); the member versions must be installed in the cache first (set-up does that: it calls
 ``ensure_client`` and ``ensure_broker`` before building); a failed build raises
 :class:`SuiteError` with the end of the build log and leaves the previous image in place.
@@ -72,6 +72,7 @@ hard-linked from the cache where possible), so ``docker-compose build`` can use 
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -94,6 +95,8 @@ if TYPE_CHECKING:
     import docker
 
 LABEL_INPUTS = "io.conformance.inputs"
+#: The member kinds with an image (``conformance-member-<kind>:<version>``).
+MEMBER_KINDS: tuple[str, ...] = ("reference", "java", "librdkafka", "sarama", "kafka-python")
 PUBLIC_BASE = "debian:bookworm-slim"
 LOCAL_BASE = "conformance-base:bookworm"
 DOCKER_DIR: Path = config.REPO_ROOT / "docker"
@@ -399,11 +402,16 @@ def build(client: "docker.DockerClient", part: Part, base: str) -> str:
     import docker.errors
 
     wanted = inputs_hash(part, base)
+    marker = part.context_dir / ".inputs"
+    staged = marker.is_file() and marker.read_text().strip() == wanted
+    if not staged:   # docker-compose needs the contexts even when it has the images
+        stage(part)
+        marker.write_text(wanted + "\n")
     if (_image_labels(client, part.image) or {}).get(LABEL_INPUTS) == wanted:
         print(f"images: {part.image}: up to date")
         return part.image
     started = time.monotonic()
-    context = stage(part)
+    context = part.context_dir
     log: list[str] = []
     try:
         for chunk in client.api.build(path=str(context), tag=part.image, buildargs={"BASE": base}, rm=True,
@@ -440,15 +448,18 @@ def ensure_images(broker_versions: Iterable[str], member_specs: Iterable[MemberS
     broker_versions = list(broker_versions)
     member_specs = list(member_specs)
     parts = parts_for(broker_versions, member_specs)   # checks the cache before any build
-    base = base_image(client)
-    out = {"base": base}
-    for part in parts:
-        key = part.key
-        if part.key == "broker":
-            key = f"broker:{part.image.split(':', 1)[1]}"
-        elif part.key.startswith("member-"):
-            key = f"member:{part.key.removeprefix('member-')}@{part.image.split(':', 1)[1]}"
-        out[key] = build(client, part, base)
+    CONTEXTS_DIR.mkdir(parents=True, exist_ok=True)
+    with open(CONTEXTS_DIR / ".lock", "w") as lock:   # one builder at a time: contexts are replaced
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        base = base_image(client)
+        out = {"base": base}
+        for part in parts:
+            key = part.key
+            if part.key == "broker":
+                key = f"broker:{part.image.split(':', 1)[1]}"
+            elif part.key.startswith("member-"):
+                key = f"member:{part.key.removeprefix('member-')}@{part.image.split(':', 1)[1]}"
+            out[key] = build(client, part, base)
     return out
 
 
