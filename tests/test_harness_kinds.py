@@ -170,3 +170,26 @@ def test_librdkafka_specs_name_the_confluent_kafka_release_and_record_the_real_l
     assert listing.returncode == 0, listing.stderr
     row = next(line for line in listing.stdout.splitlines() if line.startswith("librdkafka "))
     assert "2.16.1 (librdkafka 2.16.0)" in row and "2.0.2 [known:" in row
+
+
+@pytest.mark.slow
+def test_sarama_before_1_37_builds_with_one_assignor_and_refuses_what_it_lacks(tmp_path: Path) -> None:
+    """Sarama 1.30.0 has neither GroupStrategies (1.37) nor InstanceId (1.34): the harness builds
+    without those tags and says, as a fatal error in its history, what a configuration asks that it lacks."""
+    sarama.ensure("1.30.0")
+    marker = json.loads((config.SARAMA_DIR / "1.30.0" / "install.json").read_text())
+    assert (marker["module"], marker["tags"], marker["cooperative_member"]) == (sarama.SHOPIFY_MODULE, [], False)
+    for name, change, message in [
+        ("static", {"group_instance_id": "g-static"}, "static membership (group_instance_id) needs Sarama 1.34.0"),
+        ("two", {"assignment_strategies": ["sticky", "range"]}, "takes exactly one assignment strategy"),
+    ]:
+        cfg = HarnessConfig(member=name, client="sarama", client_version="1.30.0",
+                            bootstrap_servers=f"{config.HOST}:9", group_id="g", topics=["t"],
+                            history_path=str(tmp_path / f"{name}.jsonl"),
+                            **{"assignment_strategies": ["range"], **change})
+        argv, env = sarama.command("1.30.0", cfg.write(tmp_path / f"{name}.json"))
+        proc = subprocess.run(argv, env={**env, "PATH": "/usr/bin:/bin"}, capture_output=True, timeout=60)
+        assert proc.returncode == 2, proc.stderr[-2000:]
+        events = [e for _, e, problem in read_history(open(tmp_path / f"{name}.jsonl")) if not problem]
+        assert [e["event"] for e in events] == ["started", "error"]
+        assert events[1]["fatal"] is True and message in events[1]["error"], events[1]

@@ -19,7 +19,7 @@ Guarantees:
   forwarding never stops.
 - When either side closes, both are closed (a disabled proxy cuts the member).
 - Frames of the group APIs (see :mod:`wire_decode`) are recorded as JSON lines
-  in ``wire.jsonl`` (contract section 4), one line per request or response,
+  in ``wire.jsonl`` (fields: :mod:`wire_decode`), one line per request or response,
   flushed per line by a thread-safe writer. Other APIs are skipped without
   being buffered (a large Fetch response costs nothing but the relay).
 - A response record also carries ``group_id``/``member_id``/``generation``

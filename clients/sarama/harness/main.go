@@ -6,9 +6,14 @@
 // It is built once per Sarama version by conformance/members/kinds/sarama.py.
 // The source imports github.com/IBM/sarama; for releases published as
 // github.com/Shopify/sarama (before 1.40) the build step rewrites that import
-// path in a temporary copy of this directory. strategies_*.go are chosen by
-// build tags: sarama_coop for versions that have
-// NewBalanceStrategyCooperativeSticky (1.60.0+).
+// path in a temporary copy of this directory. Each version-dependent API sits
+// in a pair of files chosen by a build tag (kinds/sarama.py build_tags), so one
+// source builds against every release from 1.27.0: strategies_*.go by
+// sarama_coop (NewBalanceStrategyCooperativeSticky, 1.60.0+),
+// config_strategies_*.go by sarama_group_strategies (GroupStrategies, 1.37.0+;
+// before, exactly one Rebalance.Strategy), config_*instance_id.go by
+// sarama_instance_id (Consumer.Group.InstanceId, 1.34.0+; before, a static
+// member is a fatal configuration error).
 //
 // Mapping of Sarama's ConsumerGroupHandler onto history events (every event
 // carries the session's GenerationID and MemberID):
@@ -311,12 +316,16 @@ func saramaConfig(cfg *Config) (*sarama.Config, error) {
 		}
 		strategies = append(strategies, s)
 	}
-	sc.Consumer.Group.Rebalance.GroupStrategies = strategies
+	if err := setStrategies(sc, strategies); err != nil {
+		return nil, err
+	}
 	sc.Consumer.Group.Session.Timeout = time.Duration(cfg.SessionTimeoutMs) * time.Millisecond
 	sc.Consumer.Group.Heartbeat.Interval = time.Duration(cfg.HeartbeatIntervalMs) * time.Millisecond
 	sc.Consumer.Group.Rebalance.Timeout = time.Duration(cfg.MaxPollIntervalMs) * time.Millisecond
 	if cfg.GroupInstanceID != nil && *cfg.GroupInstanceID != "" {
-		sc.Consumer.Group.InstanceId = *cfg.GroupInstanceID
+		if err := setInstanceID(sc, *cfg.GroupInstanceID); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.RackID != nil && *cfg.RackID != "" {
 		sc.RackID = *cfg.RackID

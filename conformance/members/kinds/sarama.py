@@ -16,18 +16,26 @@ replacement whose go.mod declares another path). The generated go.mod
 requires the one module at the exact version.
 
 Features by version, read from the releases' sources (the module proxy's zips;
-:data:`FEATURES`):
+:data:`FEATURES`), and how the one harness source builds across them: each
+version-dependent call sits in a file pair selected by a build tag
+(:func:`build_tags`), so the harness builds against every release from
+:data:`OLDEST`:
 
-- 1.34.0+: ``Consumer.Group.InstanceId``, static membership.
+- 1.27.0+: ``ConsumerGroupSession.Commit`` (synchronous commits): :data:`OLDEST`.
+- 1.34.0+: ``Consumer.Group.InstanceId``, static membership (tag
+  ``sarama_instance_id``; without it a static member is refused before the run
+  and, should one be configured anyway, by the harness with a fatal error).
 - 1.37.0+: ``Consumer.Group.Rebalance.GroupStrategies``, a list of assignors
-  (:data:`OLDEST`: the harness sets it).
-- 1.60.0+: ``NewBalanceStrategyCooperativeSticky`` (leader side; build tag
+  (tag ``sarama_group_strategies``; before it the one ``Rebalance.Strategy``,
+  so a member takes exactly one assignor).
+- 1.60.0+: ``NewBalanceStrategyCooperativeSticky`` (leader side; tag
   ``sarama_coop``).
 - 1.61.0+: member-side incremental rebalancing (IBM/sarama PR 3696,
   ``consumer_group_cooperative.go``: the session survives a rebalance, only
   revoked claims stop). 1.60.x lacks that file. So 1.61.0 is the first
   release with full KIP-429 member support, and ``supports_cooperative`` is
-  true from there. Before 1.60: eager ``sticky``, ``range``, ``roundrobin``.
+  true from there. Before 1.60: eager ``sticky``, ``range``, ``roundrobin``,
+  so older releases are eager-only members.
 
 Expected verdicts: Sarama before 1.43.3 could send two OffsetCommit requests
 of one member out of order (fixed by "maintain ordering of offset commit
@@ -56,19 +64,20 @@ SHOPIFY_MODULE = "github.com/Shopify/sarama"
 
 DEFAULT_VERSION = "1.61.1"
 #: Versions exercised by the harness tests against a real broker, the default first.
-KNOWN_VERSIONS: tuple[str, ...] = ("1.61.1", "1.38.1")
-#: One new and one old release: what ``setup --all`` installs and CI's contract test runs.
-TEST_VERSIONS: tuple[str, ...] = ("1.61.1", "1.38.1")
+KNOWN_VERSIONS: tuple[str, ...] = ("1.61.1", "1.38.1", "1.30.0")
+#: New and old releases: what ``setup --all`` installs and CI's contract test runs (1.38.1: the harness tests).
+TEST_VERSIONS: tuple[str, ...] = ("1.61.1", "1.38.1", "1.30.0")
 #: The newest patch of every minor from OLDEST (the nightly contract tier), each asked of the proxy
 #: by exact version (Shopify path before 1.40, IBM from 1.40; there is no 1.39).
 MINOR_VERSIONS: tuple[str, ...] = (
     "1.61.1", "1.60.2", "1.50.3", "1.49.0", "1.48.2", "1.47.0", "1.46.3", "1.45.2", "1.44.0", "1.43.3", "1.42.2",
-    "1.41.3", "1.40.1", "1.38.1", "1.37.2")
+    "1.41.3", "1.40.1", "1.38.1", "1.37.2", "1.36.0", "1.35.0", "1.34.1", "1.33.0", "1.32.0", "1.31.1", "1.30.1",
+    "1.29.1", "1.28.0", "1.27.2")
 #: Where releases come from, for messages.
 REGISTRY = f"the Go module proxy ({IBM_MODULE}, {SHOPIFY_MODULE})"
 #: The oldest release the harness builds against, and why.
-OLDEST = "1.37.0"
-OLDEST_WHY = "the Sarama harness sets Consumer.Group.Rebalance.GroupStrategies, which Sarama has from 1.37.0"
+OLDEST = "1.27.0"
+OLDEST_WHY = "the Sarama harness commits with ConsumerGroupSession.Commit, which Sarama has from 1.27.0"
 #: Releases whose golden vectors scripts/regen-golden.sh writes (clients/sarama/golden), as
 #: (module path, version, build tags): sarama_gen = GenerationID/RackID fields (1.45+),
 #: sarama_coop = the cooperative-sticky strategy (1.60+).
