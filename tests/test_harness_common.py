@@ -155,7 +155,7 @@ def ownership_problems(owned: dict[str, set[tuple[str, int]]], everything: set[t
     return problems
 
 
-# -- the wire capture (contract section 4) ---------------------------------
+# -- the wire capture (conformance/cluster/tap.py) -----------------------
 
 def wire_records(path: Path) -> list[dict[str, Any]]:
     """Every record of a run's wire.jsonl (a line being written at the end is skipped)."""

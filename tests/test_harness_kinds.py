@@ -1,4 +1,4 @@
-"""The kind modules (contract section 8): capabilities, commands, version errors.
+"""The kind modules (the harness contract, docs/contracts.md): capabilities, commands, version errors.
 
 Capability answers come from the clients' own sources (see each module's
 docstring). The version-error tests ask the real registries (PyPI, the Go

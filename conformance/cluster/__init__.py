@@ -1,6 +1,6 @@
 """The embedded cluster: a real Kafka broker (KRaft, Maven Central jars), toxiproxy and the wire tap.
 
-Public API (contract section 3): :class:`Cluster`, :class:`Proxy`, :class:`Toxic`;
+Public API: :class:`Cluster`, :class:`Proxy`, :class:`Toxic`;
 installers in :mod:`conformance.cluster.install`; process supervision in
 :mod:`conformance.cluster.supervisor`; ports in :mod:`conformance.cluster.ports`.
 """

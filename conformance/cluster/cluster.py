@@ -1,6 +1,6 @@
 """The embedded cluster of one run: a real broker, toxiproxy and the wire tap.
 
-Path of a member (contract section 3)::
+Path of a member::
 
     member -> wire tap (slot's tap port = bootstrap_for(member))
            -> toxiproxy proxy "slotN"

@@ -1,4 +1,4 @@
-"""Decoding the group APIs' Kafka frames into wire-capture records (contract section 4).
+"""Decoding the group APIs' Kafka frames into wire-capture records (``wire.jsonl``, :mod:`tap`).
 
 A frame here is the bytes after the int32 size prefix. Requests start with a
 request header (v1: api_key, api_version, correlation_id, client_id; v2 adds

@@ -2,7 +2,7 @@
 
 ``launch_member(spec, cfg, run_dir, supervisor)`` writes ``cfg`` to
 ``run_dir.harness_config(cfg.member)``, asks the kind's module for the command
-(contract section 8) and spawns it through the :class:`Supervisor` (own
+(``command``: the harness contract, docs/contracts.md) and spawns it through the :class:`Supervisor` (own
 process group, output appended to ``logs/<member>.log``). ``launch_producer``
 does the same for the producer harness.
 

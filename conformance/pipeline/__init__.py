@@ -3,7 +3,7 @@
 Public API::
 
     from conformance.pipeline import judge, build_matrix
-    verdicts = judge(run_dirs, out_dir, spark_master=None)   # contract section 7, one dict per cell
+    verdicts = judge(run_dirs, out_dir, spark_master=None)   # one dict per cell, conformance.pipeline.verdicts
     matrix = build_matrix(verdicts)                          # conformance.pipeline.matrix
 
 Modules: ``session`` (one SparkSession per process), ``wire`` (Python decoding

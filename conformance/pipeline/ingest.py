@@ -1,7 +1,7 @@
 """Ingestion: run directories -> typed input tables (DataFrames; :func:`write_tables` writes them
 as Parquet under ``out_dir/tables``).
 
-Input: RunDirs (contract sections 4-6; histories per :mod:`conformance.history`).
+Input: run directories (:mod:`conformance.rundir`; histories per :mod:`conformance.history`).
 The small inputs (manifest, nemesis log, wire capture) are read in Python; the
 wire's embedded bytes are decoded there with :mod:`conformance.protocol`
 (:mod:`conformance.pipeline.wire`) and staged as JSON lines. The histories,
@@ -13,7 +13,7 @@ Tables (every one carries ``run``, the cell's run id):
 - ``cells``, ``members``, ``topics``: from manifest.json, read by
   :mod:`conformance.pipeline.manifest` (a wrong-typed field is a malformed
   line 0 of the manifest, never an abort).
-- ``nemesis``: faults (contract section 5).
+- ``nemesis``: faults (:class:`conformance.nemesis.NemesisLog`).
 - ``frames``: every wire frame's envelope; ``subscriptions`` (JoinGroup
   request protocols and the leader's view of members, decoded);
   ``assignments`` (leader SyncGroup requests and members' SyncGroup

@@ -1,4 +1,4 @@
-"""Per-cell metrics (contract section 7 ``metrics`` plus a few named extras).
+"""Per-cell metrics: a verdict's ``metrics`` (:mod:`conformance.pipeline.verdicts`).
 
 - ``generations``: generations formed (successful JoinGroup responses).
 - ``rebalances``: rebalances, and ``rounds``: generations per rebalance; a

@@ -1,7 +1,7 @@
 """Hand-made and synthetic run directories (for the pipeline's tests and bench).
 
 :class:`CellBuilder` writes a RunDir exactly as the real writers do (manifest,
-member histories per conformance.history, wire frames per contract section 4
+member histories per conformance.history, wire frames per conformance.cluster.tap
 with subscriptions/assignments encoded by conformance.protocol, nemesis log),
 so the pipeline is tested on the formats it reads in production.
 

@@ -1,4 +1,4 @@
-"""``judge``: run directories -> one CellVerdict per cell (contract section 7).
+"""``judge``: run directories -> one CellVerdict per cell (its fields: docs/contracts.md).
 
 All cells of a call are ingested into one set of tables and every check runs
 once over all of them (the number of Spark jobs does not grow with cells).

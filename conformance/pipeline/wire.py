@@ -1,4 +1,4 @@
-"""Decoding the wire capture (``wire.jsonl``, contract section 4) into rows.
+"""Decoding the wire capture (``wire.jsonl``, :mod:`conformance.cluster.tap`) into rows.
 
 Runs in Python during ingestion, before Spark sees the data: the embedded
 bytes (subscriptions, assignments, assignor user data) are decoded with the
@@ -66,7 +66,8 @@ def canonical(sub: Subscription) -> Subscription:
     """The same content as Java writes it: topics sorted, owned partitions sorted by topic then partition.
 
     Java sorts because the broker compares member metadata byte for byte and an
-    unstable order causes needless rebalances (PROTOCOL-FACTS.md).
+    unstable order causes needless rebalances (a member whose metadata changed
+    makes the coordinator rebalance).
     """
     owned: dict[str, set[int]] = {}
     for tp in sub.owned_partitions:

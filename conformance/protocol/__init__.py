@@ -1,6 +1,6 @@
 """The embedded consumer protocol: strict codec of the bytes inside JoinGroup/SyncGroup.
 
-Public API (contract section 1; other parts import exactly these names)::
+Public API (other parts import exactly these names)::
 
     from conformance.protocol import (TopicPartitions, Subscription, Assignment, DecodeError,
         encode_subscription, decode_subscription, encode_assignment, decode_assignment)

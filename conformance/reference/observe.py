@@ -1,7 +1,7 @@
 """Reading back what members did: the wire capture and the histories of one group.
 
 Used by the reference consumer's real-broker tests and its rebalance bench to
-assert from what crossed the wire (``wire.jsonl``, contract section 4) and what
+assert from what crossed the wire (``wire.jsonl``, :mod:`conformance.cluster.tap`) and what
 the members recorded (``members/<name>.jsonl``), never from a fault's flag.
 
 Guarantees: every function is a pure function of the records it is given

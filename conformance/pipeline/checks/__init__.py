@@ -1,7 +1,8 @@
-"""The invariant catalog (ARCHITECTURE.md) as functions over the tables.
+"""The invariant catalog as functions over the tables (docs/contracts.md lists it with its rules).
 
 Each check is ``check(t: Tables) -> list[dict]``: the violations it found in
-every run of the batch, each a contract-section-7 Violation plus its ``run``.
+every run of the batch, each a finding of
+:func:`conformance.pipeline.checks.common.violation` plus its ``run``.
 Checks work on Spark DataFrames and collect only the violating rows (or small
 per-generation aggregates). A check that raises makes that invariant
 "unknown" for the runs of the batch (see :mod:`conformance.pipeline.verdicts`).
