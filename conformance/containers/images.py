@@ -19,7 +19,8 @@ owner) so that :func:`~conformance.containers.engine.remove_leftovers` can find 
 
 Base: every Dockerfile says ``ARG BASE=debian:bookworm-slim`` and ``FROM ${BASE}``.
 :func:`base_image` picks ``$CONFORMANCE_BASE`` when set, else ``debian:bookworm-slim`` when the
-engine has it or can pull it, else builds ``conformance-base:bookworm`` (Debian minbase plus
+engine has it, else ``conformance-base:bookworm`` when it is there and up to date, else the public
+base when the engine can pull it, else builds ``conformance-base:bookworm`` (Debian minbase plus
 ca-certificates, the host's extra CA certificates trusted, default command ``/bin/bash``).
 Each image also trusts the host's extra CA certificates itself (its context's ``ca/``).
 
@@ -350,6 +351,8 @@ def base_image(client: "docker.DockerClient") -> str:
         return os.environ["CONFORMANCE_BASE"]
     if _image_labels(client, PUBLIC_BASE) is not None:
         return PUBLIC_BASE
+    if (_image_labels(client, LOCAL_BASE) or {}).get(LABEL_INPUTS) == base_inputs_hash():
+        return LOCAL_BASE   # built before because no registry answered: keep it (no pull attempt)
     try:
         client.images.pull(PUBLIC_BASE)
         return PUBLIC_BASE
