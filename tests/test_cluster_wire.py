@@ -12,6 +12,7 @@ import socket
 import struct
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -107,6 +108,29 @@ def test_syncgroup_offsetcommit_and_unwanted_frames_interleaved() -> None:
     # The response to the skipped ApiVersions (correlation 8) is not recorded either.
     conn.feed(conn.responses, struct.pack(">ii", 4, 8))
     assert len(sink.records) == 2
+
+
+def test_offsetcommit_v10_names_topics_by_id_in_hex() -> None:
+    """v10 (KIP-848 era; franz-go 1.22 sends it to a 4.x broker) names each topic by its id: the
+    record carries the id as 32 hex digits, in the request's offsets and the response's errors."""
+    sink = Recorder()
+    conn = _Connection(sink, 0, 1)  # type: ignore[arg-type]
+    topic_id = uuid.UUID(bytes=bytes(range(16)))
+    part = g.OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
+        partition_index=2, committed_offset=41, committed_leader_epoch=-1, committed_metadata="")
+    commit = g.OffsetCommitRequest(version=10, group_id="grp", generation_id_or_member_epoch=4, member_id="m-1",
+                                   group_instance_id=None, topics=[g.OffsetCommitRequest.OffsetCommitRequestTopic(
+                                       topic_id=topic_id, partitions=[part])])
+    conn.feed(conn.requests, request_frame(commit, 10, 11))
+    rpart = g.OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition(partition_index=2,
+                                                                                          error_code=0)
+    resp = g.OffsetCommitResponse(version=10, throttle_time_ms=0, topics=[
+        g.OffsetCommitResponse.OffsetCommitResponseTopic(topic_id=topic_id, partitions=[rpart])])
+    conn.feed(conn.responses, response_frame(resp, 10, 11))
+    req, res = sink.records
+    assert "undecodable" not in req and "undecodable" not in res, (req, res)
+    assert req["offsets"] == [[topic_id.hex, 2, 41]] and req["generation"] == 4
+    assert res["partition_errors"] == [[topic_id.hex, 2, 0]] and res["error_code"] == 0
 
 
 def _cgh_request_body(version: int) -> bytes:

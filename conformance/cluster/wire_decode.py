@@ -20,6 +20,7 @@ malformed input (the tap also guards against bugs, see :mod:`tap`).
 from __future__ import annotations
 
 import struct
+import uuid
 from typing import Any, Callable
 
 #: api key -> name, for the APIs the tap records.
@@ -235,9 +236,11 @@ def _classic(api_key: int, version: int, body: bytes, request: bool) -> dict[str
 
 
 def _topic(t: Any, version: int) -> str:
-    """OffsetCommit names topics by name up to v9 and by topic id (hex) from v10."""
+    """OffsetCommit names topics by name up to v9 and by topic id (hex) from v10 (kafka-python
+    reads the id as a :class:`uuid.UUID`; franz-go 1.22 sends v10 to a 4.x broker)."""
     if version >= 10:
-        return _hex(getattr(t, "topic_id", None)) or ""
+        topic_id = getattr(t, "topic_id", None)
+        return topic_id.hex if isinstance(topic_id, uuid.UUID) else (_hex(topic_id) or "")
     return t.name
 
 
