@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -44,6 +45,12 @@ def compose() -> Iterator[tuple["object", list[str]]]:
     yield client, argv
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def _assigned(history: Path) -> list[list]:
     if not history.is_file():
         return []
@@ -64,7 +71,9 @@ def test_compose_up_forms_a_group_and_down_leaves_nothing_labelled(compose: tupl
     project = f"conformancetest{os.getpid()}"
     out = tmp_path / "histories"
     out.mkdir()
-    env = dict(os.environ, CONFORMANCE_COMPOSE_OUT=str(out))
+    broker_port, toxiproxy_port = _free_port(), _free_port()
+    env = dict(os.environ, CONFORMANCE_COMPOSE_OUT=str(out), CONFORMANCE_BROKER_PORT=str(broker_port),
+               CONFORMANCE_TOXIPROXY_PORT=str(toxiproxy_port))
     base = [*argv, "-f", str(COMPOSE_FILE), "-p", project]
     started = time.monotonic()
     try:
@@ -83,9 +92,9 @@ def test_compose_up_forms_a_group_and_down_leaves_nothing_labelled(compose: tupl
             time.sleep(1)
         assert all(owned.values()), (f"not every member was assigned a partition: {owned}; "
                                      f"{subprocess.run([*base, 'logs', '--tail', '30'], env=env, capture_output=True, text=True).stdout[-4000:]}")
-        # The group as the broker sees it, from the host (the HOST listener, 127.0.0.1:29092).
+        # The group as the broker sees it, from the host (the HOST listener).
         from kafka.admin import KafkaAdminClient
-        admin = KafkaAdminClient(bootstrap_servers="127.0.0.1:29092", request_timeout_ms=30000)
+        admin = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{broker_port}", request_timeout_ms=30000)
         try:
             group = admin.describe_groups(["compose"])["compose"]
             assert group["protocol_data"] == "cooperative-sticky", group

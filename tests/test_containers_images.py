@@ -123,6 +123,33 @@ def test_broker_image_becomes_ready_for_metadata_and_produce_from_the_host(clien
     assert not [n for n in labelled(client)["containers"] if n == c.name]
 
 
+def test_testcontainers_starts_a_suite_image_and_reaches_its_published_port(images: dict[str, str]) -> None:
+    """The container backend orchestrates with testcontainers: with the engine module's environment
+    (no Ryuk, the published ports on 127.0.0.1 here) it starts our image and reaches it."""
+    import json
+    import urllib.request
+
+    from testcontainers.core.container import DockerContainer
+
+    container = DockerContainer(images["toxiproxy"]).with_exposed_ports(8474).with_kwargs(
+        labels=run_labels("test-testcontainers"), init=True)
+    with container:
+        url = f"http://{container.get_container_host_ip()}:{container.get_exposed_port(8474)}/proxies"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=5) as resp:
+                    assert json.loads(resp.read()) == {}
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+        name = container.get_wrapped_container().name
+    from conformance.containers.engine import engine
+    assert name not in labelled(engine())["containers"]
+
+
 def test_remove_leftovers_removes_dead_runs_and_spares_live_ones(client: "object", images: dict[str, str]) -> None:
     dead_proc = subprocess.Popen(["true"])
     dead_proc.wait()
