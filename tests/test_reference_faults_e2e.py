@@ -117,10 +117,10 @@ def _subscriptions(wire: list[dict], member: str) -> list:
             for p in r.get("protocols") or [] if p["name"] == "cooperative-sticky"]
 
 
-# Sarama joins alone and settles, so it leads; the reference and Java join after it. (With the
+# The first member joins alone and settles, so it leads; the others join after it. (With the
 # stagger of a built-in scenario, whoever's JoinGroup arrives first leads: a slow Sarama start
 # left the reference leading, and the probe never reached a Sarama leader.)
-SARAMA_LEADS = """name sarama-leads
+FIRST_LEADS = """name first-leads
 describe m0 joins alone and leads; m1 and m2 join a settled group, so m0's leader reads their subscriptions.
 topic orders partitions=12
 producer rate=200
@@ -143,8 +143,8 @@ phase join
 # leader and quotes Sarama's own errors from its history.
 @pytest.mark.nightly
 def test_subscription_from_a_newer_version_stops_a_sarama_leader(tmp_path) -> None:
-    scenario = tmp_path / "sarama-leads.scenario"
-    scenario.write_text(SARAMA_LEADS, encoding="utf-8")
+    scenario = tmp_path / "first-leads.scenario"
+    scenario.write_text(FIRST_LEADS, encoding="utf-8")
     code, verdict, reference = _run_cell(tmp_path / "runs", "sarama,reference/subscription-v4-trailing,java",
                                          str(scenario))
     subs = _subscriptions(_wire(verdict), reference)
@@ -157,6 +157,26 @@ def test_subscription_from_a_newer_version_stops_a_sarama_leader(tmp_path) -> No
     # Sarama's own error, quoted from its history: it could not read the reference's subscription.
     assert any("invalid length" in e for v in l1 for e in v["evidence"].get("leader_errors", [])), l1
     assert verdict["invariants"]["E1"]["status"] == "pass", verdict["invariants"]["E1"]
+
+
+# Nightly tier: subscription-v0, librdkafka leading. The reference offers cooperative-sticky in a
+# version-0 subscription, which has no owned partitions (its own bug: E5, the root cause). A
+# leader must read that as "owns nothing"; librdkafka's leader dereferences the missing list and
+# dies with SIGSEGV before its SyncGroup (docs/client-bugs/librdkafka-v0-subscription-crash.md).
+# V1 must name the crash, by its signal, on the librdkafka member.
+@pytest.mark.nightly
+def test_a_v0_subscription_crashes_a_librdkafka_leader(tmp_path) -> None:
+    scenario = tmp_path / "first-leads.scenario"
+    scenario.write_text(FIRST_LEADS, encoding="utf-8")
+    code, verdict, reference = _run_cell(tmp_path / "runs", "librdkafka,reference/subscription-v0,java",
+                                         str(scenario))
+    subs = _subscriptions(_wire(verdict), reference)
+    assert subs and all(s.version == 0 for s in subs), subs
+    cause = verdict["root_cause"]
+    assert code == 1 and cause["invariant"] == "E5" and cause["culprit"] == reference, cause
+    crashed = [v for v in verdict["invariants"]["V1"]["violations"]
+               if v["members"] == ["m0-librdkafka"] and "killed by signal SIGSEGV" in v["message"]]
+    assert crashed, verdict["invariants"]["V1"]["violations"]
 
 
 # Nightly tier: the probes. These faults stay inside the protocol, so the cell must PASS (a finding
