@@ -19,7 +19,8 @@ import argparse
 from conformance import config
 from conformance.errors import SuiteError
 from conformance.members.install import load_kind
-from conformance.members.known_issues import KNOWN_ISSUES, issues_of
+from conformance.members.known_issues import issues_of
+from conformance.members.known_issues import table as known_issue_table
 from conformance.members import kinds
 from conformance.members.kinds import KIND_MODULES, library_version, release_tuple
 from conformance.members.spec import REFERENCE_FAULTS
@@ -101,7 +102,7 @@ def list_clients(args: argparse.Namespace) -> int:
         except SuiteError:
             print(f"  {kind}: (not built)")
     print("\nknown issues (a matching finding is reported as a known issue, not a new failure):")
-    for issue in KNOWN_ISSUES:
+    for issue in known_issue_table():
         print(f"  {issue.kind} {issue.versions}: {issue.invariant}: {issue.summary} ({issue.reference})")
     print(f"\nreference/FAULT (see conformance/reference/faults.py): {', '.join(REFERENCE_FAULTS)}")
     return 0

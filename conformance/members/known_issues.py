@@ -16,6 +16,11 @@ the evidence: ``evidence`` lists values the finding's evidence must carry (e.g.
 a stale claim of an assignment the member never applied), so the same
 invariant broken another way by the same client still fails. ``conformance
 clients list`` shows each kind's known issues.
+
+The rows live in the kind modules (``KNOWN_ISSUES`` of
+``conformance/members/kinds/<kind>.py``, next to what else the suite knows of
+that client); this module holds the row's type and the matching, and
+:func:`table` is every kind's rows in registry order.
 """
 
 from __future__ import annotations
@@ -64,26 +69,24 @@ class KnownIssue:
         return f"{self.since} up to {self.fixed}" if self.since else f"before {self.fixed}"
 
 
-KNOWN_ISSUES: tuple[KnownIssue, ...] = (
-    KnownIssue("librdkafka", None, "2.1.0", "D1", "librdkafka v2.0.0 release notes (known issue; fixed in v2.1.0)",
-               "consume(num_messages > 1) loses records it had fetched when a rebalance runs alongside it"),
-    KnownIssue("librdkafka", None, "2.10.0", "L1", "confluentinc/librdkafka issue 4059",
-               "a failed commit of the previous generation during a join sets the generation to -1; as leader it "
-               "then syncs generation -1, which the broker refuses"),
-    KnownIssue("sarama", None, "1.43.3", "D2", "IBM/sarama PR 2947",
-               "two OffsetCommit requests of one member can go out of order, so the broker accepts an offset "
-               "below one it accepted a few milliseconds earlier"),
-    KnownIssue("kafka-python", "3.0.0", None, "E5", "docs/client-bugs/kafka-python-discarded-join.md "
-               "(kafka/coordinator/base.py join_group_async; no upstream report yet)",
-               "a join whose SyncGroup answer arrives after poll()'s timeout is thrown away: the next poll sends a "
-               "new JoinGroup declaring the partitions that assignment took away, and never applies it",
-               evidence=(("kind", "stale-claim"), ("assignment_applied", False))),
-)
+def table() -> tuple[KnownIssue, ...]:
+    """Every known issue: each kind module's ``KNOWN_ISSUES`` rows, in registry order
+    (:func:`conformance.members.kinds.known_issues`; a kind owns its rows)."""
+    from conformance.members.kinds import known_issues
+
+    return known_issues()
+
+
+def __getattr__(name: str) -> object:
+    """``KNOWN_ISSUES``: the table, as :func:`table` derives it from the kind modules."""
+    if name == "KNOWN_ISSUES":
+        return table()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def issues_of(kind: str, version: str | None) -> list[KnownIssue]:
     """The known issues of ``kind`` at ``version``, in table order."""
-    return [i for i in KNOWN_ISSUES if i.affects(kind, version)]
+    return [i for i in table() if i.affects(kind, version)]
 
 
 def spec_kind_version(spec: str) -> tuple[str, str | None]:

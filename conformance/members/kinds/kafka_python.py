@@ -22,6 +22,7 @@ from pathlib import Path
 from conformance import config, registries
 from conformance.members.harness_config import STRATEGIES
 from conformance.members.kinds import Feature, release_tuple
+from conformance.members.known_issues import KnownIssue
 from conformance.members.pypi_venv import MARKER, install_pypi_venv, python_env, venv_dir, venv_python
 
 KIND = "kafka-python"
@@ -53,6 +54,16 @@ FEATURES: tuple[Feature, ...] = (
     Feature("cooperative", "3.0.0", "CooperativeStickyAssignor, KIP-429 (3.0.0)"),
     Feature("assignor:cooperative-sticky", "3.0.0", _SRC + " (cooperative_sticky.py)"),
     Feature("static-membership", "3.0.0", "group_instance_id (3.0.0)"),
+)
+
+
+#: Its rows of the known-issues table (conformance.members.known_issues).
+KNOWN_ISSUES: tuple[KnownIssue, ...] = (
+    KnownIssue("kafka-python", "3.0.0", None, "E5", "docs/client-bugs/kafka-python-discarded-join.md "
+               "(kafka/coordinator/base.py join_group_async; no upstream report yet)",
+               "a join whose SyncGroup answer arrives after poll()'s timeout is thrown away: the next poll sends a "
+               "new JoinGroup declaring the partitions that assignment took away, and never applies it",
+               evidence=(("kind", "stale-claim"), ("assignment_applied", False))),
 )
 
 

@@ -61,6 +61,7 @@ from conformance import config, registries
 from conformance.members.interpreters import find_python
 from conformance.members.harness_config import STRATEGIES
 from conformance.members.kinds import Feature, release_tuple
+from conformance.members.known_issues import KnownIssue
 from conformance.members.pypi_venv import MARKER, install_pypi_venv, python_env, venv_dir, venv_python
 
 KIND = "librdkafka"
@@ -98,6 +99,16 @@ FEATURES: tuple[Feature, ...] = (
 #: incremental_assign/unassign (KIP-429 support in librdkafka 1.6.0).
 FIRST_COOPERATIVE = (1, 6, 0)
 
+
+
+#: Its rows of the known-issues table (conformance.members.known_issues); see "Expected verdicts" above.
+KNOWN_ISSUES: tuple[KnownIssue, ...] = (
+    KnownIssue("librdkafka", None, "2.1.0", "D1", "librdkafka v2.0.0 release notes (known issue; fixed in v2.1.0)",
+               "consume(num_messages > 1) loses records it had fetched when a rebalance runs alongside it"),
+    KnownIssue("librdkafka", None, "2.10.0", "L1", "confluentinc/librdkafka issue 4059",
+               "a failed commit of the previous generation during a join sets the generation to -1; as leader it "
+               "then syncs generation -1, which the broker refuses"),
+)
 
 
 def known_versions() -> list[str]:

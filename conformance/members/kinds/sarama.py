@@ -56,6 +56,7 @@ from conformance.errors import UsageError
 from conformance.go_install import go_env  # noqa: F401  (the Go build environment; kept importable here)
 from conformance.members.harness_config import STRATEGIES
 from conformance.members.kinds import Feature, release_tuple
+from conformance.members.known_issues import KnownIssue
 
 KIND = "sarama"
 SOURCE_DIR: Path = config.CLIENTS_DIR / "sarama" / "harness"
@@ -99,6 +100,13 @@ FEATURES: tuple[Feature, ...] = (
     Feature("assignor:cooperative-sticky", "1.60.0", "NewBalanceStrategyCooperativeSticky, 1.60.0"),
     Feature("mix-eager-cooperative", "1.60.0", "the protocol is chosen at construction: any eager strategy -> EAGER"),
     Feature("cooperative", "1.61.0", "IBM/sarama PR 3696, consumer_group_cooperative.go (1.61.0)"),
+)
+
+#: Its rows of the known-issues table (conformance.members.known_issues); see "Expected verdicts" above.
+KNOWN_ISSUES: tuple[KnownIssue, ...] = (
+    KnownIssue("sarama", None, "1.43.3", "D2", "IBM/sarama PR 2947",
+               "two OffsetCommit requests of one member can go out of order, so the broker accepts an offset "
+               "below one it accepted a few milliseconds earlier"),
 )
 
 FIRST_COOPERATIVE_STRATEGY = (1, 60, 0)
