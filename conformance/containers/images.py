@@ -66,7 +66,8 @@ Tools image ``conformance-tools:<suite version>``
 Guarantees of :func:`ensure_images`: one builder at a time (a file lock); idempotent (unchanged inputs: no build, a few seconds of
 hashing); the member versions must be installed in the cache first (set-up does that: it calls
 ``ensure_client`` and ``ensure_broker`` before building); a failed build raises
-:class:`SuiteError` with the end of the build log and leaves the previous image in place.
+:class:`SuiteError` with the end of the build log and leaves the previous image in place; an
+image of ours that a rebuild left untagged is removed unless a container still uses it.
 Build contexts are staged under ``<repository>/.docker-context/<part>/`` (git-ignored, files
 hard-linked from the cache where possible), so ``docker-compose build`` can use them too.
 """
@@ -463,6 +464,8 @@ def ensure_images(broker_versions: Iterable[str], member_specs: Iterable[MemberS
             elif part.key.startswith("member-"):
                 key = f"member:{part.key.removeprefix('member-')}@{part.image.split(':', 1)[1]}"
             out[key] = build(client, part, base)
+        # An image replaced by a rebuild is left untagged: remove ours that no container uses.
+        client.images.prune(filters={"dangling": True, "label": f"{LABEL_SUITE}=1"})
     return out
 
 
