@@ -159,7 +159,8 @@ def _walk(src: Path) -> Iterable[tuple[str, Path]]:
 
 
 def inputs_hash(part: Part, base: str) -> str:
-    """The hash labelled on the image: Dockerfile, every context file, generated texts, BASE."""
+    """The hash labelled on the image: Dockerfile, every context file, generated texts, the host's
+    extra CA certificates, BASE."""
     d = hashlib.sha256(f"format {FORMAT}\0base {base}\0".encode())
     d.update((DOCKER_DIR / part.dockerfile).read_bytes())
     for name, src in sorted(part.files.items()):
@@ -168,7 +169,14 @@ def inputs_hash(part: Part, base: str) -> str:
             _file_digest(path, d)
     for name, text in sorted(part.texts.items()):
         d.update(f"\0text {name}\0{text}".encode())
+    for crt in _host_cas():
+        d.update(f"\0ca {crt.name}\0".encode() + crt.read_bytes())
     return d.hexdigest()[:24]
+
+
+def _host_cas() -> list[Path]:
+    """The host's extra CA certificates (Debian's local CA directory), which every image trusts."""
+    return sorted(HOST_CA_DIR.glob("*.crt")) if HOST_CA_DIR.is_dir() else []
 
 
 def _link_or_copy(src: Path, dst: Path) -> None:
@@ -188,7 +196,7 @@ def stage(part: Part) -> Path:
         shutil.copy2(DOCKER_DIR / part.dockerfile, tmp / "Dockerfile")
         (tmp / "ca").mkdir()
         (tmp / "ca" / "README").write_text("Extra CA certificates (*.crt) the image trusts: the host's.\n")
-        for crt in sorted(HOST_CA_DIR.glob("*.crt")) if HOST_CA_DIR.is_dir() else []:
+        for crt in _host_cas():
             shutil.copy2(crt, tmp / "ca" / crt.name)
         for name, src in part.files.items():
             for rel, path in _walk(src):
@@ -340,7 +348,7 @@ def _image_labels(client: "docker.DockerClient", name: str) -> dict[str, str] | 
 def base_inputs_hash() -> str:
     d = hashlib.sha256(f"format {FORMAT}\0".encode())
     d.update("\n".join(DEBIAN_SOURCES).encode())
-    for crt in sorted(HOST_CA_DIR.glob("*.crt")) if HOST_CA_DIR.is_dir() else []:
+    for crt in _host_cas():
         d.update(crt.name.encode() + b"\0" + crt.read_bytes())
     return d.hexdigest()[:24]
 
@@ -376,7 +384,7 @@ def ensure_local_base(client: "docker.DockerClient") -> str:
     with tempfile.TemporaryDirectory(prefix="conformance-base-") as tmp:
         tar = Path(tmp) / "rootfs.tar"
         hooks = ['mkdir -p "$1/usr/share/man/man1"']   # openjdk's postinst needs it in a minbase
-        cas = sorted(HOST_CA_DIR.glob("*.crt")) if HOST_CA_DIR.is_dir() else []
+        cas = _host_cas()
         if cas:
             hooks.append(f'cp {" ".join(_shell_quote(str(c)) for c in cas)} "$1/usr/local/share/ca-certificates/"')
             hooks.append('chroot "$1" update-ca-certificates')
