@@ -76,7 +76,6 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -125,7 +124,8 @@ def suite_version() -> str:
 
 @dataclass
 class Part:
-    """One image to build: its Dockerfile, what its context holds, its build arguments."""
+    """One image to build: its Dockerfile and what its build context holds (BASE is the one build
+    argument, the same for every part)."""
 
     key: str                      # "broker", "toxiproxy", "member-java", "tools"
     image: str                    # repository:tag
@@ -475,7 +475,3 @@ def ensure_images(broker_versions: Iterable[str], member_specs: Iterable[MemberS
         # An image replaced by a rebuild is left untagged: remove ours that no container uses.
         client.images.prune(filters={"dangling": True, "label": f"{LABEL_SUITE}=1"})
     return out
-
-
-def describe(images: dict[str, str]) -> str:
-    return json.dumps(images, indent=2)
