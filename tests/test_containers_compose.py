@@ -64,6 +64,25 @@ def _assigned(history: Path) -> list[list]:
     return out
 
 
+def test_compose_member_configs_are_harness_configs_of_the_images_versions() -> None:
+    """Each member service's config (docker/compose/<kind>.json) is a valid harness config naming
+    the version its image runs, reaching the broker through its own proxy (no engine needed)."""
+    import re
+
+    from conformance.members.harness_config import HarnessConfig
+
+    compose_text = COMPOSE_FILE.read_text(encoding="utf-8")
+    proxies = {p["name"]: p for p in json.loads((config.REPO_ROOT / "docker/compose/toxiproxy.json").read_text())}
+    for kind in MEMBERS:
+        cfg = HarnessConfig.load(config.REPO_ROOT / "docker" / "compose" / f"{kind}.json")
+        assert (cfg.client, cfg.group_id, cfg.topics) == (kind, "compose", ["compose"])
+        assert f"image: conformance-member-{kind}:{cfg.client_version}" in compose_text
+        assert cfg.client_version == MemberSpec.parse(kind).version
+        assert cfg.bootstrap_servers == "toxiproxy:" + proxies[kind]["listen"].rsplit(":", 1)[1]
+        slot = int(proxies[kind]["upstream"].rsplit(":", 1)[1]) - 9100
+        assert re.search(rf"SLOT{slot}://toxiproxy:{cfg.bootstrap_servers.rsplit(':', 1)[1]}\b", compose_text)
+
+
 def test_compose_up_forms_a_group_and_down_leaves_nothing_labelled(compose: tuple["object", list[str]],
                                                                     tmp_path: Path) -> None:
     client, argv = compose
