@@ -16,4 +16,4 @@ RUN mkdir -p /var/lib/kafka/data /var/log/kafka
 LABEL io.conformance.suite=1
 EXPOSE 9092
 ENTRYPOINT ["/opt/kafka/start"]
-HEALTHCHECK --interval=1s --timeout=5s --start-period=120s --retries=3 CMD ["/opt/kafka/ready"]
+HEALTHCHECK --interval=1s --timeout=5s --start-period=300s --retries=3 CMD ["/opt/kafka/ready"]
