@@ -207,10 +207,6 @@ HARNESS_TEST_WAIT_S: float = 90.0
 #: fixtures/golden/<library>-<version>.json plus README.md.
 GOLDEN_DIR: Path = FIXTURES_DIR / "golden"
 
-#: franz-go releases whose balancers write the franz-go vectors (clients/franz-go/golden): 1.7.0
-#: (the harness's oldest), 1.20.2 and the newest.
-GOLDEN_FRANZ_GO_VERSIONS: tuple[str, ...] = ("1.7.0", "1.20.2", "1.22.3")
-
 # ---------------------------------------------------------------------------
 # Reference consumer (conformance/reference): its client-side settings.
 # ---------------------------------------------------------------------------

@@ -1,26 +1,29 @@
 """Member kind ``franz-go``: the Go client franz-go (package kgo), one harness binary per version.
 
-``franz-go@V`` is ``clients/franz-go/harness`` built with the suite's Go toolchain (the
-environment of :func:`conformance.members.kinds.sarama.go_env`: module and build caches under
-``config.GO_DIR``, no toolchain download) against ``github.com/twmb/franz-go vV`` into
+``franz-go@V`` is ``clients/franz-go/harness`` built by the suite's one Go build
+(:func:`conformance.go_install.build_harness`: module and build caches under ``config.GO_DIR``, no
+toolchain download, atomic and idempotent) against ``github.com/twmb/franz-go vV`` into
 ``config.FRANZ_GO_DIR/V/harness``. The generated go.mod requires that one module at the exact
-version (``go mod tidy`` takes kmsg and the rest at what that release requires). The build is
-atomic (a temporary directory renamed into place, its marker written last) and idempotent (a
-finished binary is reused); concurrent builds of one version wait on a lock file.
+version (``go mod tidy`` takes kmsg and the rest at what that release requires). The one source
+builds against every release from :data:`OLDEST` without build tags.
 
 What the releases have, read from their sources (the proxy's ``@v`` zips):
 
 - every 1.x has the four balancers (``CooperativeStickyBalancer`` since before 1.0; it is kgo's
   default balancer), so ``supports_cooperative`` is true for all of them. Before 1.13.0 a
   cooperative-sticky balancer listed with an eager one could make the client sometimes think it
-  was eager (franz-go's changelog, 1.13.0); single-protocol lists are unaffected.
+  was eager (franz-go's changelog, 1.13.0), so ``mix-eager-cooperative`` starts there; lists of
+  one protocol are unaffected. Unlike Java (eager until every listed assignor is cooperative),
+  kgo runs a session cooperatively whenever the protocol the group chose is cooperative-sticky.
 - the harness needs ``Client.GroupMetadata`` (member id and generation for the history), which
   franz-go has from 1.7.0: :data:`OLDEST`.
-- subscriptions: 1.7.0-1.14.x write v0 for range/roundrobin and v0 (sticky) or v1
-  (cooperative-sticky); by 1.20 every balancer writes v3 (generation; rack when ``Rack`` is set).
-  Sticky and cooperative-sticky userData are the StickyAssignor v1 layout (previous assignment,
-  then generation), not Java's bare cooperative generation. The golden vectors
-  (fixtures/golden/franz-go-*.json, clients/franz-go/golden) hold the bytes.
+- subscriptions (the golden vectors, fixtures/golden/franz-go-*.json): 1.7.0 writes v0 for
+  range, roundrobin and sticky and v1 for cooperative-sticky; 1.20.2 and 1.22.3 write v3 for every
+  balancer (generation; a null rack unless ``Rack`` is set). Sticky and cooperative-sticky
+  userData are the StickyAssignor layout, not Java's bare cooperative generation: v1 (previous
+  assignment, then generation) once the member has a generation; before its first assignment
+  (generation -1) kmsg writes no generation, so a new member's userData is the v0 layout
+  ``00000000``, which also reads as a bare generation 0.
 - KIP-848: ``kgo.ServerSideBalancer()`` from 1.22.0 (opt-in; classic stays the default). The
   harness refuses ``group_protocol: consumer`` for now; see clients/franz-go/harness/balancers.go
   for what that change must keep.
@@ -28,37 +31,52 @@ What the releases have, read from their sources (the proxy's ``@v`` zips):
 
 from __future__ import annotations
 
-import fcntl
-import json
-import os
-import re
-import shutil
-import subprocess
-import time
 from pathlib import Path
 
-from conformance import config, registries
-from conformance.errors import SuiteError, UsageError
-from conformance.members.kinds.sarama import go_env
+from conformance import config, go_install, registries
+from conformance.errors import UsageError
+from conformance.members.harness_config import STRATEGIES
+from conformance.members.kinds import Feature, release_tuple
 
 KIND = "franz-go"
 MODULE = "github.com/twmb/franz-go"
 SOURCE_DIR: Path = config.CLIENTS_DIR / "franz-go" / "harness"
 
+#: The newest release on the Go module proxy (``go list -m github.com/twmb/franz-go@latest``, late 2026).
+DEFAULT_VERSION = "1.22.3"
 #: Versions exercised by the harness tests against a real broker; the default first.
 KNOWN_VERSIONS: tuple[str, ...] = ("1.22.3", "1.7.0")
+#: What ``setup --all`` installs and the CI contract test runs: the newest and the oldest the harness builds.
+TEST_VERSIONS: tuple[str, ...] = ("1.22.3", "1.7.0")
+#: The newest patch of every minor from 1.7 (franz-go's CHANGELOG.md of 1.22.3), for the nightly tier.
+MINOR_VERSIONS: tuple[str, ...] = (
+    "1.22.3", "1.21.7", "1.20.7", "1.19.5", "1.18.1", "1.17.1", "1.16.1", "1.15.4", "1.14.4", "1.13.6", "1.12.1",
+    "1.11.7", "1.10.4", "1.9.1", "1.8.0", "1.7.1")
 #: Where releases come from, for messages.
 REGISTRY = f"the Go module proxy ({MODULE})"
 #: The oldest release the harness builds against, and why.
 OLDEST = "1.7.0"
-OLDEST_WHY = "the franz-go harness reads member id and generation with kgo.Client.GroupMetadata, which franz-go has from 1.7.0"
+OLDEST_WHY = ("the franz-go harness reads member id and generation with kgo.Client.GroupMetadata, which "
+              "franz-go has from 1.7.0")
+#: Releases whose balancers write fixtures/golden/franz-go-<v>.json (clients/franz-go/golden): the
+#: harness's oldest (subscription v0/v1), 1.20.2 (v3) and the newest.
+GOLDEN_VERSIONS: tuple[str, ...] = ("1.7.0", "1.20.2", "1.22.3")
+
+_SRC = "kgo's group_balancer.go / config.go of each release (module proxy zips)"
+FEATURES: tuple[Feature, ...] = (
+    Feature("assignor:cooperative-sticky", None, _SRC + "; kgo's default balancer"),
+    Feature("assignor:sticky", None, _SRC),
+    Feature("assignor:range", None, _SRC),
+    Feature("assignor:roundrobin", None, _SRC),
+    Feature("cooperative", None, "CooperativeStickyBalancer and cooperative group sessions predate 1.0"),
+    Feature("static-membership", None, "kgo.InstanceID, config.go of 1.7.0"),
+    Feature("assignor-list", None, "kgo.Balancers takes a list"),
+    # Listing cooperative-sticky with an eager balancer works from 1.13.0: before it the client
+    # "would internally sometimes think it was eager consuming" (franz-go CHANGELOG, v1.13.0).
+    Feature("mix-eager-cooperative", "1.13.0", "franz-go CHANGELOG v1.13.0 (mixed balancer lists fixed)"),
+)
 #: KIP-848 through kgo.ServerSideBalancer (not run by the harness yet).
 FIRST_SERVER_SIDE_BALANCER = (1, 22, 0)
-_MARKER = "install.json"
-
-
-def _vtuple(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", version.split("-")[0])[:3])
 
 
 def known_versions() -> list[str]:
@@ -66,17 +84,18 @@ def known_versions() -> list[str]:
 
 
 def supports_cooperative(version: str) -> bool:
-    """True: every franz-go 1.x has CooperativeStickyBalancer (its default balancer)."""
-    return True
+    """True: every franz-go release the harness builds has CooperativeStickyBalancer (kgo's default)."""
+    return any(f.name == "cooperative" and f.available(version) for f in FEATURES)
 
 
 def strategies_supported(version: str) -> list[str]:
-    return ["cooperative-sticky", "sticky", "range", "roundrobin"]
+    have = {f.name for f in FEATURES if f.available(version)}
+    return [s for s in STRATEGIES if f"assignor:{s}" in have]
 
 
 def supports_server_side_balancer(version: str) -> bool:
     """Whether franz-go ``version`` has kgo.ServerSideBalancer (KIP-848), for the change that runs it."""
-    return _vtuple(version) >= FIRST_SERVER_SIDE_BALANCER
+    return release_tuple(version) >= FIRST_SERVER_SIDE_BALANCER
 
 
 def binary(version: str) -> Path:
@@ -85,7 +104,7 @@ def binary(version: str) -> Path:
 
 def is_installed(version: str) -> bool:
     """True when the harness binary of ``version`` is built (no I/O but stat)."""
-    return (config.FRANZ_GO_DIR / version / _MARKER).is_file() and binary(version).is_file()
+    return go_install.is_built(config.FRANZ_GO_DIR / version)
 
 
 def release_exists(version: str) -> bool:
@@ -100,54 +119,18 @@ def listed_versions() -> tuple[str, ...]:
     return registries.go_versions(MODULE)
 
 
-def _go_version() -> str:
-    out = subprocess.run(["go", "env", "GOVERSION"], capture_output=True, text=True, env=go_env()).stdout.strip()
-    m = re.match(r"go(\d+\.\d+)", out)
-    return m.group(1) if m else "1.22"
-
-
 def ensure(version: str) -> None:
     """Build the harness against franz-go ``version`` into FRANZ_GO_DIR/<version>/harness
-    (idempotent, atomic). UsageError (from :func:`conformance.members.versions.check`) for a release
-    below :data:`OLDEST` or one the proxy does not serve, naming the nearest it lists."""
+    (idempotent, atomic: :func:`conformance.go_install.build_harness`). UsageError (from
+    :func:`conformance.members.versions.check`) for a release below :data:`OLDEST` or one the proxy
+    does not serve, naming the nearest it lists."""
     if is_installed(version):
         return
     from conformance.members.versions import check
     problem = check(KIND, version)
     if problem:
         raise UsageError(problem)
-    config.FRANZ_GO_DIR.mkdir(parents=True, exist_ok=True)
-    with open(config.FRANZ_GO_DIR / f".{version}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if is_installed(version):
-            return
-        tmp = config.FRANZ_GO_DIR / f".tmp-{version}-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        try:
-            _build(version, tmp)
-            shutil.rmtree(config.FRANZ_GO_DIR / version, ignore_errors=True)
-            os.rename(tmp, config.FRANZ_GO_DIR / version)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _build(version: str, out_dir: Path) -> None:
-    src = out_dir / "src"
-    src.mkdir(parents=True)
-    for f in SOURCE_DIR.glob("*.go"):
-        shutil.copyfile(f, src / f.name)
-    go = _go_version()
-    (src / "go.mod").write_text(f"module conformance/franz-go-harness\n\ngo {go}\n\nrequire {MODULE} v{version}\n",
-                                encoding="utf-8")
-    env = go_env()
-    for argv in (["go", "mod", "tidy"], ["go", "build", "-trimpath", "-o", str(out_dir / "harness"), "."]):
-        proc = subprocess.run(argv, cwd=src, env=env, capture_output=True, text=True, timeout=900)
-        if proc.returncode != 0:
-            raise SuiteError(f"franz-go@{version}: `{' '.join(argv)}` failed (exit {proc.returncode}):\n"
-                             f"{(proc.stdout + proc.stderr)[-3000:]}")
-    (out_dir / _MARKER).write_text(json.dumps({"version": version, "module": MODULE, "go": go,
-                                               "built_at": time.time()}) + "\n")
-    shutil.rmtree(src, ignore_errors=True)
+    go_install.build_harness(f"franz-go@{version}", SOURCE_DIR, config.FRANZ_GO_DIR / version, MODULE, version)
 
 
 def command(version: str, config_path: Path) -> tuple[list[str], dict[str, str]]:
