@@ -84,6 +84,22 @@ for m, v, t in sarama.GOLDEN_RELEASES: print(m, v, t or "-")' | while read -r mo
   done
 }
 
+regen_franz_go() {
+  local src="$ROOT/clients/franz-go/golden"
+  export GOPATH="$GO_DIR" GOMODCACHE="$GO_DIR/pkg/mod" GOFLAGS=-modcacherw GOTOOLCHAIN=local
+  for v in $(golden_versions franz-go); do
+    # One throw-away module per release requiring github.com/twmb/franz-go at it; nothing built is kept.
+    local build="$WORK/franz-go-$v"
+    mkdir -p "$build"
+    cp "$src"/*.go "$build/"
+    (cd "$build" && go mod init golden >/dev/null 2>&1 && go get "github.com/twmb/franz-go@v$v" >/dev/null 2>&1 \
+        && go mod tidy >/dev/null 2>&1 && go build -o golden . ) \
+      || { echo "regen-golden: building the franz-go $v generator failed in $build" >&2; exit 1; }
+    "$build/golden" -version "v$v" >"$WORK/franz-go-$v.json"
+    write_fixture "$WORK/franz-go-$v.json" "franz-go-$v.json"
+  done
+}
+
 regen_kafka_python() {
   for v in $(golden_versions kafka-python); do
     # One venv per release; .complete is written last, so a half-built venv is rebuilt.

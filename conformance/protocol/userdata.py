@@ -13,15 +13,19 @@ CooperativeStickyAssignor and Sarama's sticky_assignor_user_data.go):
   strings, no version prefix). Old Java StickyAssignor.
 - ``sticky-v1``: the previous assignment, then an int32 generation (Java
   StickyAssignor; Sarama eager sticky; librdkafka and franz-go
-  cooperative-sticky).
+  cooperative-sticky). franz-go writes no generation while it has none (-1,
+  before its first assignment): then its sticky and cooperative-sticky
+  userData is ``sticky-v0``, ``00 00 00 00`` for a new member.
 - ``unknown``: none of the above parse exactly; ``fields == {"hex": ...}``.
 
 Parsing is strict (no bytes left over, valid UTF-8, no null arrays or
 strings), so a blob matches a format only if it is exactly that encoding.
 The only blob that matches more than one format is ``00 00 00 00``
-(generation 0, or an empty sticky-v0 assignment). When it happens, the
-``assignor`` name (the JoinGroup protocol name) decides: the format that
-assignor writes is preferred. Without a deciding name the result carries
+(generation 0, or an empty sticky-v0 assignment: what a new franz-go member
+writes). When it happens, the ``assignor`` name (the JoinGroup protocol name)
+decides: the format that assignor writes is preferred (for cooperative-sticky,
+the bare generation), so a new franz-go member's blob reads as generation 0;
+:func:`readings` lists every format a blob parses as. Without a deciding name the result carries
 ``ambiguous=True`` and a note listing every candidate; ``format`` is then the
 first candidate in the order cooperative-generation, sticky-v1, sticky-v0,
 and must not be trusted on its own.
@@ -148,6 +152,15 @@ def _classify(data: bytes | None, assignor: str | None) -> UserDataInfo:
         "pass the assignor name to decide"
     )
     return UserDataInfo(chosen, found[chosen], ambiguous=True, note=note)
+
+
+def readings(data: bytes) -> dict[str, dict]:
+    """Every format among cooperative-generation, sticky-v1 and sticky-v0 that ``data`` parses as
+    exactly, with its fields (``{}`` when none does). Never raises for bytes."""
+    try:
+        return _candidates(bytes(data))[0]
+    except Exception:
+        return {}
 
 
 def classify_userdata(data: bytes | None, assignor: str | None = None) -> UserDataInfo:
