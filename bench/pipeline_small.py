@@ -2,7 +2,7 @@
 
 Starts a fresh Python process per repetition (so Spark start is paid each
 time, as ``conformance run`` pays it), judges one run directory (default:
-the hand-made cooperative story of conformance.pipeline.synth; or the run
+a recorded real run of fixtures/real-runs/, bench/recorded_run.py; or the run
 directories given) and prints the wall time, the breakdown per phase
 (Spark start, ingest, derive, checks, table writes) and the load average
 before and after (other engineers share this machine: compare figures
@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import host_reference
+import recorded_run
 
 CHILD = """
 import json, sys, time
@@ -34,9 +35,6 @@ from pathlib import Path
 from conformance.pipeline import verdicts
 root = Path(sys.argv[1])
 dirs = [Path(p) for p in json.loads(sys.argv[2])]
-if not dirs:
-    from conformance.pipeline.synth import cooperative_story
-    dirs = [cooperative_story(root / "runs", "small")]
 imported = time.time() - t0
 phases = {}
 try:
@@ -63,7 +61,9 @@ def main() -> int:
     if args.pythonpath:
         env["PYTHONPATH"] = args.pythonpath + os.pathsep + env.get("PYTHONPATH", "")
     print(host_reference.line(), flush=True)
-    runs = json.dumps([str(p.resolve()) for p in args.runs])
+    default = tempfile.TemporaryDirectory(prefix="pipeline-small-input-")
+    given = args.runs or [recorded_run.unpack(Path(default.name))]
+    runs = json.dumps([str(p.resolve()) for p in given])
     walls = []
     for i in range(args.repeat):
         with tempfile.TemporaryDirectory(prefix="pipeline-small-") as tmp:

@@ -2,7 +2,7 @@
 
 Generates synthetic run directories (members owning partitions, a producer,
 consumption batches, a cooperative rebalance per cell; the wire capture from
-conformance.pipeline.synth.CellBuilder), judges them with the real pipeline
+the tests' CellBuilder, tests/stories/builder.py), judges them with the real pipeline
 and prints figures. Goals: 10M events <= 2 min; one small run (Spark start
 included, fresh process) <= 10 s.
 
@@ -20,8 +20,10 @@ import time
 from pathlib import Path
 
 import host_reference
+import recorded_run
 
-from conformance.pipeline.synth import CellBuilder
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))   # the tests' story builder
+from stories.builder import CellBuilder  # noqa: E402
 
 
 def build(root: Path, events: int, cells: int) -> tuple[list[Path], int]:
@@ -102,10 +104,9 @@ import sys, time
 t0 = time.time()
 from pathlib import Path
 from conformance.pipeline import verdicts
-from conformance.pipeline.synth import cooperative_story
 root = Path(sys.argv[1])
 phases = {}
-v = verdicts.judge([cooperative_story(root / "runs", "small")], root / "out", phases=phases)
+v = verdicts.judge([Path(sys.argv[2])], root / "out", phases=phases)
 print(round(time.time() - t0, 2), v[0]["verdict"], phases)
 """
 
@@ -125,7 +126,8 @@ def main() -> int:
     if not args.skip_small:
         with tempfile.TemporaryDirectory(prefix="pipeline-small-") as tmp:
             t0 = time.time()
-            done = subprocess.run([sys.executable, "-c", SMALL, tmp], capture_output=True, text=True)
+            run = recorded_run.unpack(Path(tmp) / "input")
+            done = subprocess.run([sys.executable, "-c", SMALL, tmp, str(run)], capture_output=True, text=True)
             wall = time.time() - t0
             inner = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-500:]
             print(f"small run (fresh process, Spark start included): {wall:.1f} s wall; in-process {inner}", flush=True)

@@ -41,7 +41,7 @@ def main() -> int:
     ap.add_argument("runs", nargs="*", type=Path)
     ap.add_argument("--each", action="store_true")
     ap.add_argument("--spark-master", default=None)
-    ap.add_argument("--catalog", action="store_true", help="also judge the hand-made story catalog (synth)")
+    ap.add_argument("--catalog", action="store_true", help="also judge the hand-made story catalog (tests/stories/)")
     args = ap.parse_args()
     from conformance.pipeline import judge
     from conformance.pipeline.ingest import find_run_dirs
@@ -59,7 +59,8 @@ def main() -> int:
                 result["alone"].update(digest(judge([d], Path(tmp) / f"one-{i}", args.spark_master)))
                 print(f"{d.name}: {time.time() - t0:.1f} s", flush=True)
         if args.catalog:
-            from conformance.pipeline.synth import judged_catalog
+            sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+            from stories import judged_catalog
 
             t0 = time.time()
             result["catalog"] = digest(judged_catalog(Path(tmp) / "catalog")[1])

@@ -1,6 +1,6 @@
 """Mutation of real run directories: one anomaly class injected into a copy of a run.
 
-Synthetic stories (:mod:`conformance.pipeline.synth`) have unreal timing: every
+Hand-made stories (the tests' ``tests/stories/``) have unreal timing: every
 event on a round millisecond, no clock skew, no heartbeat noise. A mutant is a
 REAL recorded run (``fixtures/real-runs/``) with one short, deterministic edit
 of its histories, wire capture or manifest: the edit a real buggy client (or

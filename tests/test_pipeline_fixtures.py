@@ -1,15 +1,15 @@
-"""fixtures/histories stays what conformance.pipeline.synth generates (pure Python)."""
+"""fixtures/histories stays what the stories of tests/stories/ write (pure Python)."""
 
 from __future__ import annotations
 
 from conformance import config
-from conformance.pipeline.synth import cooperative_story, eager_story
+from stories import eager_story, write_cell
 
 
 def test_fixture_histories_are_current(tmp_path):
-    cooperative_story(tmp_path, "cooperative-clean", scenario="rolling-restart")
-    cooperative_story(tmp_path, "cooperative-r2-overlap", break_="r2", scenario="rolling-restart")
-    cooperative_story(tmp_path, "cooperative-r2-allowed-pause", break_="r2-allowed", scenario="pause")
+    write_cell(tmp_path, "cooperative-clean", scenario="rolling-restart")
+    write_cell(tmp_path, "cooperative-r2-overlap", "r2", scenario="rolling-restart")
+    write_cell(tmp_path, "cooperative-r2-allowed-pause", "r2-allowed", scenario="pause")
     eager_story(tmp_path, "eager-clean", scenario="upgrade-eager-to-cooperative")
     fixtures = config.FIXTURES_DIR / "histories"
     made = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())

@@ -12,7 +12,7 @@ import pytest
 from conformance.pipeline import ingest
 from conformance.pipeline.derived import pin
 from conformance.pipeline.session import get_session
-from conformance.pipeline.synth import malformed_story
+from stories import malformed_story
 
 pytestmark = pytest.mark.slow
 

@@ -1,9 +1,10 @@
 """Every invariant of the catalog fails on a hand-made history that violates it
 and passes on the clean one (real Spark, one judge call for all cells).
 
-The stories are in conformance.pipeline.synth (docstrings tell them):
-``cooperative_story`` (clean, and one cell per entry of ``BREAKS``),
-``eager_story`` and ``malformed_story``.
+The stories are in tests/stories/ (their docstrings tell them, their decorators say what
+each must fail): the healthy cooperative run (``clean``, stories.builder.healthy), one cell
+per broken story of ``STORIES`` (``break-<name>``), the eager pair, damaged inputs and runs
+cut short (stories.cells).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 import pytest
 
 from conformance.pipeline.checks import CATALOG
-from conformance.pipeline.synth import BREAKS, judged_catalog
+from stories import STORIES, judged_catalog
 
 pytestmark = pytest.mark.slow
 
@@ -37,63 +38,16 @@ def test_clean_story_passes_every_invariant(judged):
     assert cell["verdict"] == "pass" and cell["malformed"] == []
 
 
-# break name -> (invariant that must fail, fragments each of which some violation's message holds)
-EXPECTED = {
-    "e1": ("E1", ["does not decode"]),
-    "e2": ("E2", ["does not decode"]),
-    "e4": ("E4", ["canonical"]),
-    "e5": ("E5", ["m1 declared t-2, t-3 owned in JoinGroup (wire line 17), but its last assignment (SyncGroup "
-                  "response, wire line 13) did not give it them: a stale claim"]),
-    "l1-sync-generation-fault": ("L1", ["leader m1 of generation 2 sent its SyncGroup for generation -1 instead "
-                                        "(error 22) and a pause does not excuse a leader that synced"]),
-    "r2-outlives-window": ("R2", ["m1 and m2 both owned t-0; first overlap t-0 for 39600 ms (kept by m1)"]),
-    "d3-below-commit": ("D3", ["m2 consumed 10 record(s) of t-2 from offset 40 again below offset 50, committed "
-                               "before it acquired the partition"]),
-    "e5-v0": ("E5", ["m2 offered cooperative-sticky with a v0 subscription"]),
-    "e5-missing": ("E5", ["m1 owns t-0, t-1 per its history but did not declare them in JoinGroup"]),
-    "e5-missing-retried": ("E5", ["m1 owns t-0, t-1 per its history but did not declare them in 3 JoinGroups "
-                                  "(wire lines "]),
-    "l1": ("L1", ["assigned nothing to member(s) m2-id"]),
-    "l1-nosync": ("L1", ["sent no SyncGroup assignments and no fault hit it"]),
-    "l1-killed-leader": ("L1", ["leader m1 of generation 2 sent no SyncGroup assignments and no fault hit it"]),
-    "l1-sync-generation": ("L1", ["leader m1 of generation 2 sent its SyncGroup for generation -1 instead (error 22) "
-                                  "and no fault hit it"]),
-    "l1-two-leaders": ("L1", ["generation 2 has 2 leaders in JoinGroup responses: m1-id, m2-id"]),
-    "l2": ("L2", ["which subscribed only to t"]),
-    "l2-double": ("L2", ["generation 2 assigns t-0 to 2 members: m1, m2"]),
-    "l2-incomplete": ("L2", ["final generation 3 leaves t-3 unassigned (3 of 4 partitions assigned)"]),
-    "l3": ("L3", ["unbalanced"]),
-    "l4": ("L4", ["moved 4 partitions"]),
-    "l4-userdata": ("L4", ["generation 3 -> 4 moved 4 partitions away from members that stayed, 0 would do"]),
-    "l5": ("L5", ["never led a generation: reference"]),
-    "r1": ("R1", ["gave t-2 to m2 although m1 validly declared"]),
-    "r2": ("R2", ["m1 and m2 both owned t-2"]),
-    "r3": ("R3", ["revoked and then assigned back"]),
-    "r3-regrouped": ("R3", ["m1 had t-0 revoked and then assigned back"]),
-    "r3-regrouped-unnamed": ("R3", ["m1 had t-0 revoked and then assigned back"]),
-    "r4": ("R4", ["reached no new owner"]),
-    "r5": ("R5", ["every member preferred a cooperative assignor",
-                  "final generation 3 is eager (range); the member mix makes it cooperative"]),
-    "r5-not-offered": ("R5", ["generation 3 is cooperative (cooperative-sticky) although m2 did not offer a "
-                              "cooperative assignor"]),
-    "d1": ("D1", ["90-99"]),
-    "d2": ("D2", ["went back from 50"]),
-    "d2-stale": ("D2", ["the broker accepted m1's commit of t-0 from generation 1 after generation 2 had formed"]),
-    "d3": ("D3", ["again with no rebalance or fault"]),
-    "v1": ("V1", ["fatal error"]),
-    "v1-hang": ("V1", ["m2 never stopped (crashed or hung)"]),
-    "v1-crash": ("V1", ["m2 crashed (restarted without stopping)"]),
-    "v1-unowned": ("V1", ["t-3 had no owner at the end of observation (60000)"]),
-    "v1-await": ("V1", ["await stable timed out after 30 s in phase bounce: t-1 owned by m1, m2"]),
-    "v1-slow": ("V1", ["the group took 2710 ms to converge after the last fault; the bound is 1000 ms"]),
-}
+# story name -> (invariant that must fail, fragments each of which some violation's message holds),
+# as each story's decorator says (tests/stories/).
+EXPECTED = {name: s.fails for name, s in STORIES.items() if s.fails is not None}
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_break_fails_its_invariant(judged, name):
     inv, fragments = EXPECTED[name]
     result = _inv(judged, f"break-{name}", inv)
-    assert result["status"] == "fail", (BREAKS[name], result)
+    assert result["status"] == "fail", (STORIES[name].tale, result)
     messages = [v["message"] for v in result["violations"]]
     for fragment in fragments:
         assert any(fragment in m for m in messages), (fragment, messages)
@@ -118,8 +72,11 @@ def test_e5_says_a_repeated_declaration_once(judged):
 
 
 def test_every_break_is_expected_to_fail_or_allowed():
-    allowed = {name for name in BREAKS if "allowed" in name or name == "l5-every-kind-led"}
-    assert set(BREAKS) == set(EXPECTED) | allowed | {"e3"}
+    # A story that names no invariant to fail is an allowed one (its name says so), the leader
+    # rotation in which every kind led, or E3's warning.
+    allowed = {name for name in STORIES if "allowed" in name or name == "l5-every-kind-led"}
+    assert set(STORIES) == set(EXPECTED) | allowed | {"e3"}
+    assert not set(EXPECTED) & (allowed | {"e3"})
 
 
 def test_every_invariant_has_a_violating_story():

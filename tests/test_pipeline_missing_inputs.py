@@ -9,11 +9,11 @@ every check of m2 would hold on zero rows.
 from __future__ import annotations
 
 from conformance.pipeline.ingest import stage
-from conformance.pipeline.synth import cooperative_story
+from stories import write_cell
 
 
 def test_missing_wire_and_empty_history_are_malformed(tmp_path):
-    run_dir = cooperative_story(tmp_path, "lost-inputs")
+    run_dir = write_cell(tmp_path, "lost-inputs")
     (run_dir / "wire.jsonl").unlink()
     (run_dir / "members" / "m2.jsonl").write_text("")
     problems = {(r["file"].rsplit("/", 2)[-1], r["line"], r["problem"]) for r in stage([run_dir]).malformed}
@@ -22,4 +22,4 @@ def test_missing_wire_and_empty_history_are_malformed(tmp_path):
 
 
 def test_intact_cell_has_no_missing_inputs(tmp_path):
-    assert stage([cooperative_story(tmp_path, "intact")]).malformed == []
+    assert stage([write_cell(tmp_path, "intact")]).malformed == []

@@ -12,7 +12,7 @@ import pytest
 
 from conformance import config
 from conformance.pipeline.verdicts import judge
-from conformance.pipeline.synth import BREAKS, bad_manifest_story, cooperative_story, eager_story, malformed_story
+from stories import STORIES, bad_manifest_story, eager_story, malformed_story, write_cell
 
 pytestmark = pytest.mark.slow
 
@@ -25,9 +25,9 @@ def _meaning(verdicts: list[dict]) -> dict:
 
 def test_one_partition_and_partitioned_judging_agree(tmp_path, monkeypatch):
     runs = tmp_path / "runs"
-    dirs = [cooperative_story(runs, "clean")]
-    dirs += [cooperative_story(runs, f"break-{name}", break_=name, scenario=f"break-{name}") for name in BREAKS]
-    dirs += [eager_story(runs, "eager-r5", break_="r5"), malformed_story(runs, "malformed"),
+    dirs = [write_cell(runs, "clean")]
+    dirs += [write_cell(runs, f"break-{name}", name, scenario=f"break-{name}") for name in STORIES]
+    dirs += [eager_story(runs, "eager-r5", break_r5=True), malformed_story(runs, "malformed"),
              bad_manifest_story(runs, "bad-manifest")]
     phases_small: dict = {}
     small = judge(dirs, tmp_path / "small", phases=phases_small)

@@ -4,7 +4,7 @@ Every story has java m1 and the reference member m2 in a cooperative group on
 topic t (4 partitions), the producer writing at the scenarios' rate (200
 records/s: a batch of 5 records to each partition every 100 ms, acknowledged
 as produced, until 90 s), each owner reading every batch 7 ms after it was
-acknowledged, and the manifest timing of synth's stories (session 10 s,
+acknowledged, and the manifest timing of the hand-made stories' (tests/stories/) (session 10 s,
 heartbeat 1 s, max poll 30 s, convergence bound 40 s: P1's bound).
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conformance.pipeline import judge
-from conformance.pipeline.synth import CellBuilder
+from stories.builder import CellBuilder
 
 pytestmark = pytest.mark.slow
 

@@ -24,7 +24,7 @@ import pytest
 from conformance.cluster.ports import free_port
 from conformance.cluster.supervisor import Supervisor
 from conformance.config import HOST
-from conformance.pipeline.synth import cooperative_story
+from stories import write_cell
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -71,8 +71,8 @@ def test_report_on_a_standalone_cluster_gives_the_local_verdicts(standalone, tmp
 
     master, work = standalone
     runs = tmp_path / "runs"
-    dirs = [cooperative_story(runs, "clean", scenario="rolling-restart"),
-            cooperative_story(runs, "break-r2", break_="r2", scenario="rolling-restart")]
+    dirs = [write_cell(runs, "clean", scenario="rolling-restart"),
+            write_cell(runs, "break-r2", "r2", scenario="rolling-restart")]
     out = tmp_path / "report"
     cli = Path(sys.executable).parent / "conformance"
     done = subprocess.run([str(cli), "report", str(runs), "--out", str(out), "--spark-master", master],

@@ -1,6 +1,6 @@
 """Reports a maintainer acts on, shards merged, and the published site.
 
-Run directories are hand-made stories (conformance.pipeline.synth): a clean cell and one whose
+Run directories are hand-made stories (tests/stories/): a clean cell and one whose
 member m2 declares partitions it was never given (E5, with the wire line as evidence). They sit
 as the shards of one plan would (``<stamp>-plan-<digest>-shard-I-of-N-<pid>/runs/<cell>``), and
 as one run of the same plan would (``<stamp>-plan-<digest>-<pid>/runs/<cell>``).
@@ -17,12 +17,12 @@ from html import escape, unescape
 import pytest
 
 from conformance.cli import main
-from conformance.pipeline.synth import cooperative_story
+from stories import write_cell
 
 pytestmark = pytest.mark.slow
 
 PLAN = "plan-0123456789ab"
-CELLS = {"c-clean": dict(scenario="crash-restart"), "c-e5": dict(break_="e5", scenario="rolling-restart")}
+CELLS = {"c-clean": dict(scenario="crash-restart"), "c-e5": dict(name="e5", scenario="rolling-restart")}
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ def reports(tmp_path_factory):
     one = base / "one" / f"20261126T020000Z-{PLAN}-11" / "runs"
     for i, (cell, kw) in enumerate(CELLS.items(), start=1):
         shard = base / f"shard-{i}" / f"20261126T02000{i}Z-{PLAN}-shard-{i}-of-2-{20 + i}" / "runs"
-        cooperative_story(shard, cell, **kw)
+        write_cell(shard, cell, **kw)
         shutil.copytree(shard / cell, one / cell)
     site, merged_out = base / "site", base / "one-report"
     assert main(["report", str(base / "shard-1"), str(base / "shard-2"), "--publish", str(site),
@@ -124,7 +124,7 @@ def test_out_report_links_to_the_run_directories_where_they_are(reports):
 
 def test_publish_into_the_runs_is_refused_before_judging(tmp_path, capsys):
     runs = tmp_path / f"20261126T020000Z-{PLAN}-11" / "runs"
-    cooperative_story(runs, "c-clean")
+    write_cell(runs, "c-clean")
     for site in (tmp_path, runs / "c-clean" / "site"):
         assert main(["report", str(tmp_path), "--publish", str(site)]) == 2
         err = capsys.readouterr().err.splitlines()

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from conformance import config
-from conformance.pipeline.synth import judged_catalog
+from stories import judged_catalog
 from conformance.pipeline.timelines import timelines
 from conformance.report.site import write_site
 

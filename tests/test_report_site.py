@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from conformance.cli import main
-from conformance.pipeline.synth import cooperative_story, judged_catalog
+from stories import judged_catalog, write_cell
 from conformance.pipeline.timelines import timelines
 from conformance.report.site import write_site
 
@@ -73,8 +73,8 @@ def test_markdown_junit_allure(site):
 
 def test_cli_report_finds_manifests_recursively_and_checks(tmp_path):
     runs = tmp_path / "reports" / "night-1" / "runs"
-    cooperative_story(runs, "c-clean", scenario="crash-restart")
-    cooperative_story(runs, "c-r3", break_="r3", scenario="crash-restart")
+    write_cell(runs, "c-clean", scenario="crash-restart")
+    write_cell(runs, "c-r3", "r3", scenario="crash-restart")
     out = tmp_path / "site"
     assert main(["report", str(tmp_path / "reports"), "--out", str(out)]) == 0
     assert main(["report", str(tmp_path / "reports"), "--out", str(out), "--check"]) == 1

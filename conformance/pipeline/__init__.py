@@ -11,8 +11,8 @@ of wire captures with conformance.protocol), ``ingest`` (input tables),
 ``derived`` (ownership intervals, incarnations, generations), ``checks`` (the
 invariant catalog, one function per invariant, allowed anomalies listed in
 each module's docstring), ``metrics``, ``verdicts`` (judge), ``matrix``,
-``timelines`` (what the report draws), ``synth`` (hand-made stories for tests
-and benches).
+``timelines`` (what the report draws). The hand-made stories that test the
+checks are the tests' own (``tests/stories/``).
 
 Design decisions (measured on the 2-core machine, see bench/pipeline_throughput.py):
 - Embedded bytes are decoded in Python during ingestion, not in a Python UDF:

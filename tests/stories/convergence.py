@@ -1,0 +1,88 @@
+"""Stories in which the group does not converge or a member crashes (V1; check in
+conformance/pipeline/checks/delivery.py).
+
+Each story is the healthy cooperative run (:func:`stories.builder.healthy`) with one act changed;
+its decorator says what the judge must find.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from stories import story
+from stories.builder import ALL4, END, T, CooperativeRun
+
+
+def _healthy_until_steady(b: CooperativeRun) -> None:
+    b.opening()
+    b.generation_2()
+    b.sync_2()
+    b.m1_commits_2()
+    b.follow_up()
+    b.steady()
+
+
+@story(fails=("V1", ["fatal error"]))
+def v1(b: CooperativeRun) -> Path:
+    """m2 reports a fatal error (59.8 s) and never stops."""
+    _healthy_until_steady(b)
+    b.stopped("m1", END + 100)
+    b.error("m2", END - 200, "boom: unexpected client state", fatal=True)
+    return b.write(END)
+
+
+@story(fails=("V1", ["m2 never stopped (crashed or hung)"]))
+def v1_hang(b: CooperativeRun) -> Path:
+    """m2 never stops in a complete run (no error, no kill)."""
+    _healthy_until_steady(b)
+    return b.teardown(m2=False)
+
+
+@story(fails=("V1", ["m2 crashed (restarted without stopping)"]))
+def v1_crash(b: CooperativeRun) -> Path:
+    """m2 starts again at 30 s without having stopped and without a kill."""
+    _healthy_until_steady(b)
+    b.started("m2", 30000)
+    return b.teardown()
+
+
+@story(fails=("V1", ["t-3 had no owner at the end of observation (60000)"]))
+def v1_unowned(b: CooperativeRun) -> Path:
+    """m2 loses t-3 at 30 s with no rebalance, and nobody owns it to the end."""
+    _healthy_until_steady(b)
+    b.lost("m2", 30000, [(T, 3)])
+    return b.teardown()
+
+
+@story(fails=("V1", ["the group took 2710 ms to converge after the last fault; the bound is 1000 ms"]))
+def v1_slow(b: CooperativeRun) -> Path:
+    """m2's start (9.99 s) is the last fault, and the group converges 2.7 s later against a 1 s bound."""
+    b.manifest["timing"] = {**b.manifest["timing"], "convergence_bound_ms": 1000}
+    b.m1_leads_alone()
+    b.fault(9990, "start", "m2")
+    b.m2_starts()
+    b.generation_2()
+    b.sync_2()
+    b.m1_commits_2()
+    b.follow_up()
+    return b.closing()
+
+
+@story(fails=("V1", ["await stable timed out after 30 s in phase bounce: t-1 owned by m1, m2"]))
+def v1_await(b: CooperativeRun) -> Path:
+    """The runner's await stable of phase bounce timed out (the manifest's notes): the group never settled."""
+    _healthy_until_steady(b)
+    return b.teardown(notes=[{"ts": 45000.0, "phase": "bounce", "await": "stable", "timeout_ms": 30000,
+                              "state": "t-1 owned by m1, m2"}])
+
+
+@story()
+def v1_kill_allowed(b: CooperativeRun) -> Path:
+    """m2 is killed at 30 s; m1 alone forms generation 4 (41 s) and takes t-2, t-3: a kill by the
+    nemesis is not a crash, the whole cell passes."""
+    _healthy_until_steady(b)
+    b.fault(30000, "kill", "m2")
+    b.join(4, 41000, "m1", {"m1": b.subscription("m1", owned=ALL4[:2], generation=3)})
+    b.sync(4, 41100, "m1", {"m1": ALL4})
+    b.assigned("m1", 41200, ALL4[2:])
+    return b.teardown(m2=False)

@@ -1,0 +1,143 @@
+"""Stories that break what the members' bytes say (E1-E5; checks in conformance/pipeline/checks/encoding.py).
+
+Each story is the healthy cooperative run (:func:`stories.builder.healthy`) with one act changed;
+its decorator says what the judge must find.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from stories import story
+from stories.builder import ALL4, FINAL, CooperativeRun
+
+
+@story(fails=("E1", ["does not decode"]))
+def e1(b: CooperativeRun) -> Path:
+    """m2's JoinGroup subscription is v3 but ends inside its topic array: two topics announced,
+    one present."""
+    b.opening()
+    b.generation_2(m2_subscription="0003" + "00000002" + "0001" + "74")
+    b.sync_2()
+    b.m1_commits_2()
+    b.follow_up()
+    return b.closing()
+
+
+@story(fails=("E2", ["does not decode"]))
+def e2(b: CooperativeRun) -> Path:
+    """The leader sends m2 an assignment that ends inside its partition array."""
+    b.opening()
+    b.generation_2()
+    b.sync_2(raw={"m2": "0003" + "00000001" + "000174" + "00000002" + "00000000"})
+    b.m1_commits_2()
+    b.follow_up()
+    return b.closing()
+
+
+@story()
+def e3(b: CooperativeRun) -> Path:
+    """m2's cooperative-sticky userData is 3 garbage bytes: a warning naming them, not a failure."""
+    b.opening()
+    b.generation_2(m2_subscription=b.subscription("m2", user_data=b"\x01\x02\x03"))
+    b.sync_2()
+    b.m1_commits_2()
+    b.follow_up()
+    return b.closing()
+
+
+@story(fails=("E4", ["canonical"]))
+def e4(b: CooperativeRun) -> Path:
+    """The reference member m2 writes its owned partitions unsorted (t: 1, 0): the bytes decode,
+    but Java would write [0, 1]."""
+    b.opening()
+    # v1: topics [t], userData empty, owned [t: 1, 0].
+    b.generation_2(m2_subscription="0001" + "00000001" + "000174" + "00000000" + "00000001" + "000174"
+                   + "00000002" + "00000001" + "00000000")
+    b.sync_2()
+    b.m1_commits_2()
+    b.follow_up()
+    return b.closing()
+
+
+@story(fails=("E5", ["m1 declared t-2, t-3 owned in JoinGroup (wire line 17), but its last assignment (SyncGroup "
+                     "response, wire line 13) did not give it them: a stale claim"]))
+def e5(b: CooperativeRun) -> Path:
+    """m1 still declares t-2, t-3 owned in generation 3, a second after revoking them."""
+    b.opening()
+    b.generation_2()
+    b.sync_2()
+    b.m1_commits_2()
+    b.m1_revokes_t2_t3()
+    b.generation_3(b.subscriptions_3(m1_owns=ALL4))
+    b.sync_3()
+    b.m2_takes()
+    return b.closing()
+
+
+@story(fails=("E5", ["m2 offered cooperative-sticky with a v0 subscription"]))
+def e5_v0(b: CooperativeRun) -> Path:
+    """m2 offers cooperative-sticky in generation 3 with a v0 subscription, which has no owned partitions."""
+    b.opening()
+    b.generation_2()
+    b.sync_2()
+    b.m1_commits_2()
+    b.m1_revokes_t2_t3()
+    b.generation_3(b.subscriptions_3(m2_version=0))
+    b.sync_3()
+    b.m2_takes()
+    return b.closing()
+
+
+@story(fails=("E5", ["m1 owns t-0, t-1 per its history but did not declare them in JoinGroup"]))
+def e5_missing(b: CooperativeRun) -> Path:
+    """m1 declares nothing owned in generation 3 although it owns t-0, t-1."""
+    b.opening()
+    b.generation_2()
+    b.sync_2()
+    b.m1_commits_2()
+    b.m1_revokes_t2_t3()
+    b.generation_3(b.subscriptions_3(m1_owns=[]))
+    b.sync_3()
+    b.m2_takes()
+    return b.closing()
+
+
+@story(fails=("E5", ["m1 owns t-0, t-1 per its history but did not declare them in 3 JoinGroups (wire lines "]))
+def e5_missing_retried(b: CooperativeRun) -> Path:
+    """As e5-missing, but m1 sends that JoinGroup three times, the first two answered NOT_COORDINATOR:
+    one finding naming the three requests."""
+    b.opening()
+    b.generation_2()
+    b.sync_2()
+    b.m1_commits_2()
+    b.m1_revokes_t2_t3()
+    members = b.subscriptions_3(m1_owns=[])
+    for ts in (12200, 12350):
+        b.frame(ts, "m1", "JoinGroup", "request", generation=-1,
+                protocols=[{"name": "cooperative-sticky", "metadata": members["m1"]}])
+        b.frame(ts + 5, "m1", "JoinGroup", "response", generation=-1, error_code=16, leader="",
+                protocol_name=None, members=[])
+    b.generation_3(members)
+    b.sync_3()
+    b.m2_takes()
+    return b.closing()
+
+
+@story()
+def e5_slack_allowed(b: CooperativeRun) -> Path:
+    """m2 rejoins for generation 4 at 12.65 s, 45 ms after its SyncGroup response gave it t-2, t-3,
+    and declares them: its history records them assigned 50 ms later (12.7 s). Allowed by
+    E5/clock-slack."""
+    b.opening()
+    b.generation_2()
+    b.sync_2()
+    b.m1_commits_2()
+    b.follow_up()
+    b.steady()
+    b.join(4, 12650, "m1", {"m1": b.subscription("m1", owned=ALL4[:2], generation=3),
+                            "m2": b.subscription("m2", owned=ALL4[2:], generation=3)})
+    b.sync(4, 12750, "m1", FINAL)
+    return b.teardown()
+
+
