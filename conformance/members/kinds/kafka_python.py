@@ -37,9 +37,10 @@ HARNESS: Path = config.CLIENTS_DIR / "kafka-python" / "harness.py"
 
 DEFAULT_VERSION = "3.0.12"
 #: Versions exercised by the harness tests against a real broker, the default first.
-KNOWN_VERSIONS: tuple[str, ...] = ("3.0.12", "2.3.3")
-#: One new and one old release: what ``setup --all`` installs and CI's contract test runs.
-TEST_VERSIONS: tuple[str, ...] = ("3.0.12", "2.3.3")
+KNOWN_VERSIONS: tuple[str, ...] = ("3.0.12", "2.3.3", "2.1.6")
+#: What ``setup --all`` installs: the newest, 2.3.3 (the harness tests) and the newest patch of the
+#: oldest minor; CI's contract test runs the first and the last.
+TEST_VERSIONS: tuple[str, ...] = ("3.0.12", "2.3.3", "2.1.6")
 #: The newest patch of every minor from OLDEST on PyPI (the nightly contract tier).
 MINOR_VERSIONS: tuple[str, ...] = ("3.0.12", "2.3.3", "2.2.21", "2.1.6")
 #: Releases whose golden vectors scripts/regen-golden.sh writes (clients/kafka-python/golden).

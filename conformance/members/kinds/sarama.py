@@ -65,9 +65,10 @@ SHOPIFY_MODULE = "github.com/Shopify/sarama"
 
 DEFAULT_VERSION = "1.61.1"
 #: Versions exercised by the harness tests against a real broker, the default first.
-KNOWN_VERSIONS: tuple[str, ...] = ("1.61.1", "1.38.1", "1.30.0")
-#: New and old releases: what ``setup --all`` installs and CI's contract test runs (1.38.1: the harness tests).
-TEST_VERSIONS: tuple[str, ...] = ("1.61.1", "1.38.1", "1.30.0")
+KNOWN_VERSIONS: tuple[str, ...] = ("1.61.1", "1.38.1", "1.30.0", "1.27.2")
+#: What ``setup --all`` installs: the newest, 1.38.1 (the harness tests), 1.30.0 (the one-assignor
+#: build's test) and the newest patch of the oldest minor; CI's contract test runs the first and the last.
+TEST_VERSIONS: tuple[str, ...] = ("1.61.1", "1.38.1", "1.30.0", "1.27.2")
 #: The newest patch of every minor from OLDEST (the nightly contract tier), each asked of the proxy
 #: by exact version (Shopify path before 1.40, IBM from 1.40; there is no 1.39).
 MINOR_VERSIONS: tuple[str, ...] = (
