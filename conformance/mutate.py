@@ -31,15 +31,16 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from conformance import config
+from conformance.faults import WINDOW_LINES
 from conformance.protocol import (Assignment, DecodeError, Subscription, TopicPartitions, decode_assignment,
                                   decode_subscription, encode_assignment, encode_subscription)
 
 TP = tuple[str, int]
 
 #: Nemesis faults during which a member may legitimately look dead (the checks' fault windows,
-#: :data:`conformance.pipeline.checks.common.DEAD_LOOKING`, plus kills): a mutation never places
-#: its anomaly inside one, where a rule could rightly excuse it.
-_WINDOW_FAULTS = ("pause", "proxy-disable", "toxic-add", "broker-restart", "broker-kill", "kill")
+#: :data:`conformance.faults.DEAD_LOOKING`, plus kills; every ``toxic-add``, whatever its latency):
+#: a mutation never places its anomaly inside one, where a rule could rightly excuse it.
+_WINDOW_FAULTS = WINDOW_LINES
 
 
 class NotApplicable(Exception):

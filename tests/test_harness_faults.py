@@ -10,21 +10,21 @@ Stories (each waits for conditions with bounded deadlines; nothing is timed):
   one (which, with no LeaveGroup, only the session timeout can cause).
 - SIGTERM leaves (Java, both releases; the other kinds are covered in
   test_harness_members.py): a LeaveGroup request from that member on the wire.
-- One member of each kind (reference, java, librdkafka, sarama, kafka-python at
-  their defaults) in one cooperative group converges with every partition
+- One member of each registered kind (reference, java, librdkafka, sarama,
+  kafka-python, franz-go at their defaults) in one cooperative group converges with every partition
   owned exactly once; every history validates against conformance.history.
-- Static membership (Java and librdkafka): a static member killed and restarted
+- Static membership (Java, librdkafka and franz-go): a static member killed and restarted
   within the session timeout gets its partitions back while its peer sends no
   JoinGroup and is revoked, assigned or loses nothing. The same check catches
   the violating story: a dynamic member's restart makes the peer rejoin.
-- Pause (Java and librdkafka): SIGSTOP past the session timeout hands the
+- Pause (Java, librdkafka and franz-go): SIGSTOP past the session timeout hands the
   paused member's partitions to its peer; after SIGCONT the paused member loses
   (or revokes) its old partitions before anything is assigned again, and the
   group converges with every partition owned exactly once.
-- processing_delay_ms (Java and librdkafka): every record is consumed and
+- processing_delay_ms (Java, librdkafka and franz-go): every record is consumed and
   committed, and each consumed batch of n records comes at least n * delay
   after the member's previous event (a sleep is a lower bound, never an upper).
-- Commit modes (Java and librdkafka, three groups side by side): ``auto``
+- Commit modes (Java, librdkafka and franz-go, three groups side by side): ``auto``
   commits on the broker without the harness committing; ``sync-batch`` commits
   while consuming; ``on-revoke`` commits nothing until SIGTERM, then everything.
 """
@@ -40,7 +40,7 @@ from conformance import config
 from conformance.cluster import Cluster
 from conformance.cluster.supervisor import Supervisor
 from conformance.members.harness_config import HarnessConfig
-from conformance.members.kinds import kind_module
+from conformance.members.kinds import KIND_MODULES, kind_module
 from conformance.members.launch import MemberProcess, launch_member
 from conformance.members.spec import MemberSpec
 from conformance.rundir import RunDir
@@ -64,10 +64,12 @@ PAIRS: dict[str, tuple[str, str, list[str]]] = {
     "librdkafka": ("2.16.1", "1.9.2", ["cooperative-sticky"]),
     "sarama": ("1.61.1", "1.38.1", ["range"]),         # 1.38.1 has no cooperative-sticky
     "kafka-python": ("3.0.12", "2.3.3", ["range"]),    # 2.x is eager only; 3.x cannot mix
+    "franz-go": ("1.22.3", "1.7.0", ["cooperative-sticky"]),
 }
-#: The kinds the setting tests run on: Java plus one other.
-SETTING_KINDS = [("java", "4.4.0"), ("librdkafka", "2.16.1")]
-MIX = ["reference", "java", "librdkafka", "sarama", "kafka-python"]
+#: The kinds the setting tests run on: Java, librdkafka and franz-go.
+SETTING_KINDS = [("java", "4.4.0"), ("librdkafka", "2.16.1"), ("franz-go", "1.22.3")]
+#: One member of each registered kind (conformance.members.kinds), each at its default version.
+MIX = list(KIND_MODULES)
 
 
 class Env:

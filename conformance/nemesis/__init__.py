@@ -1,11 +1,16 @@
 """The nemesis: every fault the suite injects, each recorded with its time.
 
 Each fault has an *invoke* and, where it is temporary, a *heal*; both are
-written to ``nemesis.jsonl`` (contract: ts, fault, target, phase, details)
-before the runner continues, so the log orders faults exactly as they
+written to ``nemesis.jsonl`` (one JSON object a line: ts, fault, target, phase,
+details) before the runner continues, so the log orders faults exactly as they
 happened. :meth:`Nemesis.heal_all` (teardown) ends every temporary fault
 still in force: paused members are resumed, cut proxies re-enabled, toxics
 removed. Healing also runs when a scenario fails half-way.
+
+What a fault is, the names its lines carry and which line heals which are the
+one table of faults (:mod:`conformance.faults`); the nemesis applies a fault's
+primitives through a :class:`conformance.faults.Backend` (processes or
+containers) and logs each.
 """
 
 from __future__ import annotations
@@ -13,15 +18,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+from conformance.cluster.toxiproxy import Toxic
+from conformance.faults import LOG_LINES, Backend
 from conformance.history import now_ms
 from conformance.jsonl import JsonLinesAppender
 
 
-#: Every ``fault`` name a nemesis log line may carry (the pipeline's ingestion reads this same list).
-FAULTS: tuple[str, ...] = (
-    "start", "terminate", "kill", "pause", "resume", "broker-restart", "broker-kill", "proxy-disable", "proxy-enable",
-    "toxic-add", "toxic-remove", "add-partitions", "heal-failed",
-)
+#: Every ``fault`` name a nemesis log line may carry (the pipeline's ingestion reads this same list):
+#: the lines of the table of faults.
+FAULTS: tuple[str, ...] = tuple(LOG_LINES)
+#: A heal line -> the line of the fault it ends (``resume`` ends ``pause``), from the table.
+_ENDS: dict[str, str] = {line.healed_by: name for name, line in LOG_LINES.items()
+                         if line.healed_by in LOG_LINES}
 #: The two phases of a fault.
 PHASES: tuple[str, ...] = ("invoke", "heal")
 
@@ -48,11 +56,12 @@ class NemesisLog:
 
 
 class Nemesis:
-    """Applies faults to members (by handle) and to the cluster, logging each one."""
+    """Applies faults to members (by the backend's handle) and to the cluster through ``backend``,
+    logging each one."""
 
-    def __init__(self, log: NemesisLog, cluster: Any) -> None:
+    def __init__(self, log: NemesisLog, backend: Backend) -> None:
         self.log = log
-        self.cluster = cluster
+        self.backend = backend
         self._heals: dict[tuple[str, str], Callable[[], None]] = {}
         self.last_fault_ts: float | None = None
 
@@ -60,8 +69,8 @@ class Nemesis:
         self.last_fault_ts = self.log.record(fault, target, "invoke", **details)
 
     def _healed(self, fault: str, target: str, **details: Any) -> None:
-        """Record the heal under its contract name (resume, proxy-enable) and forget the pending heal."""
-        self._heals.pop({"resume": ("pause", target), "proxy-enable": ("cut", target)}[fault], None)
+        """Record the heal under its line's name (resume, proxy-enable) and forget the pending heal."""
+        self._heals.pop((_ENDS[fault], target), None)
         self.last_fault_ts = self.log.record(fault, target, "heal", **details)
 
     # -- members ---------------------------------------------------------
@@ -71,53 +80,53 @@ class Nemesis:
 
     def terminate(self, name: str, proc: Any) -> None:
         self._invoke("terminate", name)
-        proc.terminate()
+        self.backend.terminate_member(name, proc)
 
     def kill(self, name: str, proc: Any) -> None:
         self._invoke("kill", name)
-        proc.kill()
+        self.backend.kill_member(name, proc)
 
     def pause(self, name: str, proc: Any) -> None:
         self._invoke("pause", name)
-        proc.pause()
+        self.backend.pause_member(name, proc)
         self._heals[("pause", name)] = lambda: self.resume(name, proc)
 
     def resume(self, name: str, proc: Any) -> None:
-        proc.resume()
+        self.backend.resume_member(name, proc)
         self._healed("resume", name)
 
     # -- network ---------------------------------------------------------
     def cut(self, name: str) -> None:
         self._invoke("proxy-disable", name)
-        self.cluster.proxy(name).disable()
-        self._heals[("cut", name)] = lambda: self.uncut(name)
+        self.backend.disable_path(name)
+        self._heals[("proxy-disable", name)] = lambda: self.uncut(name)
 
     def uncut(self, name: str) -> None:
-        self.cluster.proxy(name).enable()
+        self.backend.enable_path(name)
         self._healed("proxy-enable", name)
 
-    def add_toxic(self, name: str, toxic: Any) -> str:
-        toxic_name = self.cluster.proxy(name).add_toxic(toxic)
+    def add_toxic(self, name: str, toxic: Toxic) -> str:
+        toxic_name = self.backend.add_toxic(name, toxic)
         self._invoke("toxic-add", name, type=toxic.type, stream=toxic.stream, attributes=toxic.attributes,
                      toxic=toxic_name)
         self._heals[("toxic:" + toxic_name, name)] = lambda: self.remove_toxic(name, toxic_name)
         return toxic_name
 
     def remove_toxic(self, name: str, toxic_name: str) -> None:
-        self.cluster.proxy(name).remove_toxic(toxic_name)
+        self.backend.remove_toxic(name, toxic_name)
         self._heals.pop(("toxic:" + toxic_name, name), None)
         self.last_fault_ts = self.log.record("toxic-remove", name, "heal", toxic=toxic_name)
 
     # -- broker ----------------------------------------------------------
-    def add_partitions(self, topic: str, total: int, grow: Callable[[str, int], None]) -> None:
-        """Grow ``topic`` to ``total`` partitions with ``grow`` (a permanent change: no heal)."""
-        grow(topic, total)
+    def add_partitions(self, topic: str, total: int) -> None:
+        """Grow ``topic`` to ``total`` partitions (a permanent change: no heal)."""
+        self.backend.add_partitions(topic, total)
         self._invoke("add-partitions", "broker", topic=topic, total=total)
 
     def broker_restart(self, kill: bool) -> None:
         fault = "broker-kill" if kill else "broker-restart"
         self._invoke(fault, "broker")
-        self.cluster.broker.restart(kill=kill)
+        self.backend.restart_broker(kill)
         self.last_fault_ts = self.log.record(fault, "broker", "heal")
 
     def heal_all(self) -> None:

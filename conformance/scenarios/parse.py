@@ -51,11 +51,14 @@ the mix):
 ``await drained``      every produced record consumed (``timeout=DUR``)
 =====================  ===================================================
 
+Every verb but ``start``, ``sleep`` and ``await`` is a fault: its keys, its checks and what
+the runner does for it are its row of the one table of faults, :data:`conformance.faults.FAULTS`.
+
 Values are checked when the file is parsed, so that a mistake never reaches a
 cluster: a duration is ``N``, ``N.N`` then ``ms``, ``s`` or ``m``, at most
-:data:`MAX_DURATION_MS` (a day); ``timeout=`` and ``for=`` are above zero; every
-integer is within the range :data:`RANGES` gives its key (partitions 1 to
-:data:`MAX_PARTITIONS`, ``producer rate`` from 1, ``chaos count`` from 1, toxic
+:data:`~conformance.scenarios.values.MAX_DURATION_MS` (a day); ``timeout=`` and ``for=`` are above zero; every
+integer is within the range :data:`~conformance.scenarios.values.RANGES` gives its key (partitions 1 to
+:data:`~conformance.scenarios.values.MAX_PARTITIONS`, ``producer rate`` from 1, ``chaos count`` from 1, toxic
 attributes from 0); ``toxicity`` is a number from 0 to 1; a toxic gets exactly
 the attributes toxiproxy knows for its type; names (``name``, topics) are Kafka's
 legal characters ``[A-Za-z0-9._-]``; ``add-partitions`` grows a topic (its
@@ -70,146 +73,30 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
-from conformance.cluster.toxiproxy import TOXIC_ATTRIBUTES, Toxic
 from conformance.errors import UsageError
+from conformance.faults import FAULTS
 from conformance.scenarios.model import TARGET_WORDS, Action, Phase, Scenario
-
-#: The longest duration a scenario may state (any ``DUR``): a day.
-MAX_DURATION_MS: int = 24 * 60 * 60 * 1000
-#: The most partitions a topic may have (declared or grown): the suite's broker is small.
-MAX_PARTITIONS: int = 1000
-#: Inclusive ranges of the integer keys, by ``verb key`` (``toxic *`` is every toxic attribute).
-RANGES: dict[str, tuple[int, int]] = {
-    "topic partitions": (1, MAX_PARTITIONS),
-    "add-partitions total": (1, MAX_PARTITIONS),
-    "producer rate": (1, 1_000_000),
-    "chaos count": (1, 10_000),
-    "toxic *": (0, 2**31 - 1),
-}
-
-_DURATION_RE = re.compile(r"(\d{1,12})(?:\.(\d{1,9}))?(ms|s|m)", re.ASCII)
-_TOXICS = tuple(TOXIC_ATTRIBUTES)
-#: Kafka's legal topic name: these characters, at most 249 of them, neither "." nor "..".
-_NAME_RE = re.compile(r"[A-Za-z0-9._-]{1,249}", re.ASCII)
+from conformance.scenarios.values import (Schema, boolean, choice, int_in, kafka_name, parse_duration_ms,
+                                          positive_duration_ms, strategy_list)
 
 
-def parse_duration_ms(text: str) -> int:
-    """``500ms`` -> 500, ``2s`` -> 2000, ``1m`` -> 60000; ValueError otherwise (also above a day)."""
-    m = _DURATION_RE.fullmatch(text)
-    if not m:
-        raise ValueError(f"{text!r} is not a duration (e.g. 500ms, 10s, 1m)")
-    whole, fraction, unit = m.groups()
-    scale = 10 ** len(fraction or "")
-    ms = (int(whole) * scale + int(fraction or 0)) * {"ms": 1, "s": 1000, "m": 60_000}[unit] // scale  # exact: 2.3s is 2300
-    if ms > MAX_DURATION_MS:
-        raise ValueError(f"{text!r} is longer than a day: give at most {MAX_DURATION_MS // 60_000}m")
-    return ms
-
-
-def _positive_duration_ms(text: str) -> int:
-    """A duration above zero (a timeout, how long a fault lasts)."""
-    ms = parse_duration_ms(text)
-    if ms <= 0:
-        raise ValueError(f"{text!r} must be longer than 0ms")
-    return ms
-
-
-def _int(text: str) -> int:
-    """An integer, written as digits (ASCII, an optional minus); range checks are :func:`_int_in`'s."""
-    if not re.fullmatch(r"-?[0-9]{1,19}", text, re.ASCII):
-        raise ValueError(f"{text!r} is not an integer")
-    return int(text)
-
-
-def _int_in(where: str) -> Callable[[str], int]:
-    """An integer within ``RANGES[where]``; ValueError naming the range otherwise."""
-    low, high = RANGES[where]
-
-    def check(text: str) -> int:
-        value = _int(text)
-        if not low <= value <= high:
-            raise ValueError(f"{value} is out of range: give {low} to {high}")
-        return value
-    return check
-
-
-def _fraction(text: str) -> float:
-    """A number from 0 to 1 written as digits (``0.5``, ``1``): never NaN or infinite."""
-    if not re.fullmatch(r"[0-9]{1,9}(?:\.[0-9]{1,9})?", text, re.ASCII) or not 0.0 <= float(text) <= 1.0:
-        raise ValueError(f"{text!r} is not a number from 0 to 1 (e.g. 0.5)")
-    return float(text)
-
-
-def _name(text: str) -> str:
-    """A Kafka-legal name (topics; the scenario's own name, which names groups and run directories)."""
-    if not _NAME_RE.fullmatch(text) or text in (".", ".."):
-        raise ValueError(f"{text!r} is not a valid name: use 1 to 249 of the characters A-Z a-z 0-9 . _ - "
-                         f"(and not '.' or '..')")
-    return text
-
-
-def _topic_list(text: str) -> list[str]:
-    items = text.split(",")
-    if not text or not all(items):
-        raise ValueError(f"{text!r} is not a comma-separated list of topics (e.g. orders,audit)")
-    return [_name(t) for t in items]
-
-
-def _bool(text: str) -> bool:
-    if text not in ("true", "false"):
-        raise ValueError(f"{text!r} is not true or false")
-    return text == "true"
-
-
-def _choice(*options: str) -> Callable[[str], str]:
-    def check(text: str) -> str:
-        if text not in options:
-            raise ValueError(f"{text!r} is not one of {', '.join(options)}")
-        return text
-    return check
-
-
-def _strategy_list(text: str) -> list[str]:
-    from conformance.members.harness_config import STRATEGIES
-    items = [s for s in text.split(",") if s]
-    bad = [s for s in items if s not in STRATEGIES]
-    if not items or bad:
-        raise ValueError(f"{text!r}: strategies must be a comma-separated list of {', '.join(STRATEGIES)}")
-    return items
-
-
-Schema = dict[str, Callable[[str], Any]]
-
-#: verb -> (target: "required" | "none" | "topic" | "duration", keys, required keys)
+#: verb -> (target: "required" | "none" | "topic" | "duration", keys, required keys). Every fault verb
+#: comes from the one table of faults (:data:`conformance.faults.FAULTS`), with its keys and checks.
 ACTIONS: dict[str, tuple[str, Schema, tuple[str, ...]]] = {
     "start": ("required", {"stagger": parse_duration_ms}, ()),
-    "stop": ("required", {}, ()),
-    "kill": ("required", {}, ()),
-    "restart": ("required", {"mode": _choice("graceful", "kill"), "down": parse_duration_ms}, ()),
-    "pause": ("required", {"for": _positive_duration_ms}, ("for",)),
-    "broker-restart": ("none", {"mode": _choice("clean", "kill")}, ()),
-    "toxic": ("required", {"type": _choice(*_TOXICS), "for": _positive_duration_ms,
-                           "stream": _choice("upstream", "downstream"), "toxicity": _fraction,
-                           "*": _int_in("toxic *")},
-              ("type", "for")),
-    "cut": ("required", {"for": _positive_duration_ms}, ("for",)),
-    "add-partitions": ("topic", {"total": _int_in("add-partitions total")}, ("total",)),
-    "bounce-strategies": ("none", {"to": _strategy_list}, ("to",)),
-    "resubscribe": ("required", {"topics": _topic_list}, ("topics",)),
-    "rotate-leader": ("none", {"timeout": _positive_duration_ms}, ()),
-    "chaos": ("none", {"count": _int_in("chaos count"), "gap": parse_duration_ms}, ("count",)),
+    **{f.verb: ("required" if f.target == "member" else f.target, f.keys, f.required) for f in FAULTS.values()},
     "sleep": ("duration", {}, ()),
-    "await": ("required", {"timeout": _positive_duration_ms}, ()),
+    "await": ("required", {"timeout": positive_duration_ms}, ()),
 }
 _AWAIT_WHAT = ("stable", "drained")
 
 HEADERS: dict[str, Schema] = {
-    "topic": {"partitions": _int_in("topic partitions")},
-    "producer": {"rate": _int_in("producer rate")},
-    "members": {"static": _bool, "processing-delay": parse_duration_ms, "commit": _choice("auto", "sync-batch", "on-revoke"),
-                "strategies": _strategy_list},
+    "topic": {"partitions": int_in("topic partitions")},
+    "producer": {"rate": int_in("producer rate")},
+    "members": {"static": boolean, "processing-delay": parse_duration_ms, "commit": choice("auto", "sync-batch", "on-revoke"),
+                "strategies": strategy_list},
 }
 
 
@@ -257,7 +144,7 @@ def parse_scenario(text: str, source: Path | None = None) -> Scenario:
             if len(words) != 1:
                 raise UsageError(f"{where}: name takes one word, got {len(words)}")
             try:
-                fields["name"] = _name(words[0])
+                fields["name"] = kafka_name(words[0])
             except ValueError as exc:
                 raise UsageError(f"{where}: name: {exc}") from None
         elif verb == "describe":
@@ -269,7 +156,7 @@ def parse_scenario(text: str, source: Path | None = None) -> Scenario:
                 if not words or "=" in words[0]:
                     raise UsageError(f"{where}: topic needs a name, e.g. 'topic orders partitions=12'")
                 try:
-                    topic = _name(words[0])
+                    topic = kafka_name(words[0])
                 except ValueError as exc:
                     raise UsageError(f"{where}: topic: {exc}") from None
                 if topic in fields["topics"]:
@@ -353,23 +240,12 @@ def _parse_action(verb: str, words: list[str], where: str, topics: dict[str, int
     missing = [k for k in required if k not in args]
     if missing:
         raise UsageError(f"{where}: {verb}: missing {', '.join(missing)}")
-    if verb == "toxic":
-        attributes = {k: v for k, v in args.items() if k not in ("type", "for", "stream", "toxicity")}
-        try:  # the cluster's own rule for a toxic's attributes, applied before any cluster exists
-            Toxic(type=args["type"], stream=args.get("stream", "downstream"), attributes=attributes)
+    fault = FAULTS.get(verb)
+    if fault is not None and fault.check is not None:
+        try:
+            fault.check(target, args, topics)
         except ValueError as exc:
             raise UsageError(f"{where}: {exc}") from None
-    elif verb == "add-partitions":
-        assert target is not None
-        if args["total"] <= topics[target]:
-            raise UsageError(f"{where}: add-partitions {target}: total={args['total']} does not grow it: it has "
-                             f"{topics[target]} partitions here; give more than {topics[target]}")
-        topics[target] = args["total"]
-    elif verb == "resubscribe":
-        unknown = [t for t in args["topics"] if t not in topics]
-        if unknown:
-            raise UsageError(f"{where}: resubscribe: undeclared topic {', '.join(map(repr, unknown))}; "
-                             f"declared: {', '.join(topics)}")
     return Action(verb=verb, target=target, args=args, source=where)
 
 

@@ -39,6 +39,7 @@ from typing import Any, Callable
 from conformance import __version__, config
 from conformance.cluster.supervisor import Supervisor, describe_exit
 from conformance.errors import SuiteError
+from conformance.faults import FAULTS
 from conformance.history import now_ms
 from conformance.members.harness_config import HarnessConfig
 from conformance.members.kinds import library_version
@@ -166,6 +167,7 @@ class CellRun:
     # ------------------------------------------------------------------ run
     def execute(self) -> RunDir:
         from conformance.cluster import Cluster
+        from conformance.cluster.backend import ProcessesBackend
 
         sc = self.cell.scenario
         self.group_id = f"conformance-{sc.name}-{self.cell.seed}"
@@ -184,7 +186,7 @@ class CellRun:
         with Supervisor(self.run_dir.logs) as sup, \
                 Cluster(self.run_dir, self.cell.broker, sup, slots=len(self.cell.specs)) as cluster:
             self.sup, self.cluster = sup, cluster
-            self.nemesis = Nemesis(log, cluster)
+            self.nemesis = Nemesis(log, ProcessesBackend(cluster))
             for topic, parts in self.partitions.items():
                 cluster.create_topic(topic, parts)
             self._make_slots(cluster.bootstrap_for)
@@ -268,7 +270,7 @@ class CellRun:
             self._note_unasked_exit(slot)
             if slot.proc is not None and slot.proc.alive():
                 if slot.paused:
-                    slot.proc.resume()
+                    self.nemesis.backend.resume_member(slot.name, slot.proc)
                 self.nemesis.terminate(slot.name, slot.proc)
 
     def _live(self) -> dict[str, set[str]]:
@@ -323,85 +325,54 @@ class CellRun:
 
     # ------------------------------------------------------------------ actions
     def _act(self, a: Action) -> None:
-        nem = self.nemesis
-        args = a.args
-        if a.verb == "start":
-            for i, slot in enumerate(self._targets(a.target or "all")):
-                if i and "stagger" in args:
-                    time.sleep(args["stagger"] / 1000)
-                self._start(slot)
-        elif a.verb in ("stop", "kill"):
+        """Play one scenario line: a fault by its row of the table of faults, or start, sleep, await."""
+        fault = FAULTS.get(a.verb)
+        if fault is not None:
+            if fault.target != "member":
+                fault.act(self, a.target, a.args)
+                return
             for slot in self._targets(a.target or "all"):
-                if slot.running:
-                    (nem.terminate if a.verb == "stop" else nem.kill)(slot.name, slot.proc)
-                    if a.target == "each":
-                        self._settle()
-        elif a.verb == "restart":
-            for slot in self._targets(a.target or "all"):
-                self._restart(slot, args.get("mode", "graceful"), args.get("down", 0))
-                if a.target == "each":
+                if fault.act(self, slot, a.args) and fault.settle_each and a.target == "each":
                     self._settle()
-        elif a.verb == "pause":
-            for slot in self._targets(a.target or "all"):
-                if slot.running:
-                    nem.pause(slot.name, slot.proc)
-                    slot.paused = True
-                    time.sleep(args["for"] / 1000)
-                    nem.resume(slot.name, slot.proc)
-                    slot.paused = False
-        elif a.verb == "broker-restart":
-            nem.broker_restart(kill=args.get("mode", "clean") == "kill")
-        elif a.verb == "toxic":
-            from conformance.cluster import Toxic
-
-            attributes = {k: v for k, v in args.items() if k not in ("type", "for", "stream", "toxicity")}
-            for slot in self._targets(a.target or "all"):
-                toxic = Toxic(type=args["type"], stream=args.get("stream", "downstream"), attributes=attributes,
-                              toxicity=args.get("toxicity", 1.0))
-                toxic_name = nem.add_toxic(slot.name, toxic)
-                time.sleep(args["for"] / 1000)
-                nem.remove_toxic(slot.name, toxic_name)
-        elif a.verb == "cut":
-            for slot in self._targets(a.target or "all"):
-                nem.cut(slot.name)
-                time.sleep(args["for"] / 1000)
-                nem.uncut(slot.name)
-        elif a.verb == "add-partitions":
-            nem.add_partitions(a.target, args["total"], self.cluster.add_partitions)
-            self.partitions[a.target] = args["total"]
-        elif a.verb == "bounce-strategies":
-            current = [tuple(slot.config.assignment_strategies) for slot in self.slots]
-            moves = bounce_lists(list(zip((slot.spec for slot in self.slots), current)), args["to"])
-            for step in bounce_steps(current, moves):
-                group = [self.slots[i] for i in step]
-                for slot in group:
-                    if slot.running:
-                        nem.terminate(slot.name, slot.proc)
-                for slot, i in zip(group, step):
-                    slot.config.assignment_strategies = list(moves[i])
-                    self._start(slot)
-                self._settle()
-            # The protocol the group ends on follows from the lists it now holds (judged by R5).
-            self.expected_protocol = group_protocol(moves) or self.expected_protocol
-            self.mix_reason = (f"after bouncing to [{', '.join(args['to'])}] the members offer "
-                               + "; ".join(f"{s.name}: {', '.join(s.config.assignment_strategies)}" for s in self.slots))
-        elif a.verb == "resubscribe":
-            for slot in self._targets(a.target or "all"):
-                unknown = [t for t in args["topics"] if t not in self.partitions]
-                if unknown:
-                    raise SuiteError(f"{a.source}: resubscribe to undeclared topics {unknown}")
-                slot.config.topics = list(args["topics"])
-                self._restart(slot, "graceful", 0)
-        elif a.verb == "rotate-leader":
-            self._rotate_leader(args.get("timeout", 60_000))
-        elif a.verb == "chaos":
-            self._chaos(args["count"], args.get("gap", 5000))
+        elif a.verb == "start":
+            for i, slot in enumerate(self._targets(a.target or "all")):
+                if i and "stagger" in a.args:
+                    time.sleep(a.args["stagger"] / 1000)
+                self._start(slot)
         elif a.verb == "sleep":
             time.sleep(int(a.target or 0) / 1000)
         elif a.verb == "await":
-            self._await(a.target or "stable", args.get("timeout", 60_000))
+            self._await(a.target or "stable", a.args.get("timeout", 60_000))
         else:  # the parser admits only known verbs
             raise SuiteError(f"{a.source}: no runner for action {a.verb!r}")
+
+    def bounce_strategies(self, to: list[str]) -> None:
+        """Move every member onto the strategy list ``to`` by graceful restarts, in the steps
+        :func:`conformance.scenarios.mixing.bounce_steps` gives, the group settling after each."""
+        nem = self.nemesis
+        current = [tuple(slot.config.assignment_strategies) for slot in self.slots]
+        moves = bounce_lists(list(zip((slot.spec for slot in self.slots), current)), to)
+        for step in bounce_steps(current, moves):
+            group = [self.slots[i] for i in step]
+            for slot in group:
+                if slot.running:
+                    nem.terminate(slot.name, slot.proc)
+            for slot, i in zip(group, step):
+                slot.config.assignment_strategies = list(moves[i])
+                self._start(slot)
+            self._settle()
+        # The protocol the group ends on follows from the lists it now holds (judged by R5).
+        self.expected_protocol = group_protocol(moves) or self.expected_protocol
+        self.mix_reason = (f"after bouncing to [{', '.join(to)}] the members offer "
+                           + "; ".join(f"{s.name}: {', '.join(s.config.assignment_strategies)}" for s in self.slots))
+
+    def resubscribe(self, slot: Slot, topics: list[str]) -> None:
+        """Restart ``slot`` gracefully, subscribed to ``topics`` (declared topics only)."""
+        unknown = [t for t in topics if t not in self.partitions]
+        if unknown:
+            raise SuiteError(f"resubscribe to undeclared topics {unknown}")
+        slot.config.topics = list(topics)
+        self.restart(slot, "graceful", 0)
 
     def _note_unasked_exit(self, slot: Slot) -> None:
         """Record, once per incarnation, that ``slot``'s process exited although the runner did not
@@ -422,7 +393,8 @@ class CellRun:
         except OSError:
             pass
 
-    def _restart(self, slot: Slot, mode: str, down_ms: int) -> None:
+    def restart(self, slot: Slot, mode: str, down_ms: int) -> None:
+        """Stop ``slot`` (``mode`` graceful or kill) if it runs, wait ``down_ms``, start it again."""
         self._note_unasked_exit(slot)
         if slot.running:
             if mode == "kill":
@@ -433,7 +405,7 @@ class CellRun:
             time.sleep(down_ms / 1000)
         self._start(slot)
 
-    def _rotate_leader(self, timeout_ms: int) -> None:
+    def rotate_leader(self, timeout_ms: int) -> None:
         """Make every member kind lead at least once (L5): stop leaders whose kind has led.
 
         The broker elects a new leader among the members that remain; a leader
@@ -470,34 +442,20 @@ class CellRun:
                 self._start(slot)
         self.notes.append({"ts": now_ms(), "rotate-leader": f"kinds that led: {sorted(led)} of {sorted(kinds)}"})
 
-    def _chaos(self, count: int, gap_ms: int) -> None:
-        from conformance.cluster import Toxic
-
+    def chaos(self, count: int, gap_ms: int) -> None:
+        """``count`` seeded faults (:meth:`Schedule.chaos`), ``gap_ms`` apart: each the fault of its
+        chaos pick on its member (a member that is not running is started instead); a broker fault
+        needs no member. Chaos ends with every member running."""
         for step in self.schedule.chaos(count, len(self.slots), config.SESSION_TIMEOUT_MS):
             slot = self.slots[step.member_index]
-            p = step.params
+            fault = FAULTS[step.verb]
             self.progress(f"chaos: {step.fault} {slot.name}")
-            if step.fault == "broker-restart":
-                self.nemesis.broker_restart(kill=False)
+            if fault.target == "none":
+                fault.act(self, None, step.args)
             elif not slot.running:
                 self._start(slot)
-            elif step.fault in ("restart-graceful", "restart-kill"):
-                self._restart(slot, "kill" if step.fault == "restart-kill" else "graceful", p["down_ms"])
-            elif step.fault == "pause":
-                self.nemesis.pause(slot.name, slot.proc)
-                slot.paused = True
-                time.sleep(p["for_ms"] / 1000)
-                self.nemesis.resume(slot.name, slot.proc)
-                slot.paused = False
-            elif step.fault == "latency":
-                name = self.nemesis.add_toxic(slot.name, Toxic(type="latency", stream="downstream",
-                                                               attributes={"latency": p["latency"]}))
-                time.sleep(p["for_ms"] / 1000)
-                self.nemesis.remove_toxic(slot.name, name)
-            elif step.fault == "cut":
-                self.nemesis.cut(slot.name)
-                time.sleep(p["for_ms"] / 1000)
-                self.nemesis.uncut(slot.name)
+            else:
+                fault.act(self, slot, step.args)
             time.sleep(gap_ms / 1000)
         for slot in self.slots:  # chaos ends with everyone back
             if not slot.running:

@@ -3,6 +3,8 @@
 Guarantee: the same seed and the same member mix give the same sequence of
 choices (which member ``random`` names, which faults ``chaos`` injects and
 with which parameters). Real timing still varies; the schedule does not.
+The faults chaos chooses from, their weights and how their arguments are
+drawn are the chaos picks of the table of faults (:data:`conformance.faults.CHAOS_PICKS`).
 """
 
 from __future__ import annotations
@@ -11,22 +13,19 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-#: Faults chaos chooses from, with their weight.
-CHAOS_FAULTS: tuple[tuple[str, int], ...] = (
-    ("restart-graceful", 3),
-    ("restart-kill", 3),
-    ("pause", 2),
-    ("latency", 2),
-    ("cut", 2),
-    ("broker-restart", 1),
-)
+from conformance.faults import CHAOS_PICKS
 
 
 @dataclass(frozen=True)
 class ChaosStep:
+    """One fault of a chaos action: the pick's name (``restart-kill``), the member it targets (its
+    index in the mix), and the verb and arguments of the fault it injects (as a scenario line
+    would give them)."""
+
     fault: str
     member_index: int
-    params: dict[str, Any]
+    verb: str
+    args: dict[str, Any]
 
 
 class Schedule:
@@ -42,21 +41,10 @@ class Schedule:
 
     def chaos(self, count: int, members: int, session_timeout_ms: int) -> list[ChaosStep]:
         """``count`` faults over ``members`` members; durations scale with the session timeout."""
-        names = [f for f, _ in CHAOS_FAULTS]
-        weights = [w for _, w in CHAOS_FAULTS]
+        weights = [pick.weight for pick, _ in CHAOS_PICKS]
         steps = []
         for _ in range(count):
-            fault = self._rng.choices(names, weights)[0]
+            pick, verb = self._rng.choices(CHAOS_PICKS, weights)[0]
             index = self._rng.randrange(members)
-            params: dict[str, Any] = {}
-            if fault == "pause":
-                params["for_ms"] = self._rng.choice([session_timeout_ms // 2, session_timeout_ms + 3000])
-            elif fault == "latency":
-                params["latency"] = self._rng.choice([100, 300, 800])
-                params["for_ms"] = self._rng.choice([3000, 8000])
-            elif fault == "cut":
-                params["for_ms"] = self._rng.choice([2000, session_timeout_ms + 3000])
-            elif fault in ("restart-graceful", "restart-kill"):
-                params["down_ms"] = self._rng.choice([0, 1000, 3000])
-            steps.append(ChaosStep(fault, index, params))
+            steps.append(ChaosStep(pick.name, index, verb, pick.args(self._rng, session_timeout_ms)))
         return steps

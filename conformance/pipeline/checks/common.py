@@ -7,18 +7,16 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import functions as F
 
 from conformance import config
+from conformance.faults import (BY_TOXIC_RULE, DEAD_LOOKING, DELAY_ATTRIBUTES, DELAYING_TOXIC, HEAL_OF, HEALED_BY_NEXT_LINE,
+                                LOG_LINES, SILENCING_TOXICS)
 from conformance.pipeline.checks.rules import RULES
 
 if TYPE_CHECKING:
     from conformance.pipeline.derived import Tables
 
-#: Faults during which a member may look dead to the group, and what heals each (broker faults: the
-#: broker's next nemesis line). A ``toxic-add`` counts only as :func:`_toxic_can_look_dead` says.
-DEAD_LOOKING = ("pause", "proxy-disable", "toxic-add", "broker-restart", "broker-kill")
-_HEAL = {"pause": "resume", "proxy-disable": "proxy-enable", "toxic-add": "toxic-remove"}
-#: toxiproxy toxics that stop a member's requests or answers outright (the connection hangs, is reset,
-#: or closes after a few bytes): the coordinator stops hearing the member's heartbeats.
-SILENCING_TOXICS = ("timeout", "reset_peer", "limit_data")
+#: Faults during which a member may look dead to the group, what heals each, and the toxic rule, all
+#: from the one table of faults (:mod:`conformance.faults`): a ``toxic-add`` counts only as
+#: :func:`_toxic_can_look_dead` says; broker faults are healed by the broker's next nemesis line.
 
 
 def violation(invariant: str, run: str, message: str, *, members: list[str] | None = None,
@@ -80,28 +78,37 @@ def fault_windows(t: Tables):
 
 def _toxic_can_look_dead(details, session_ms, heartbeat_ms):
     """A Spark condition on a ``toxic-add`` line's ``details`` (JSON): the toxic can make its member
-    look dead: a :data:`SILENCING_TOXICS` type, or latency (plus jitter) of at least a session timeout
-    minus a heartbeat interval, which delays a heartbeat past the coordinator's session deadline.
-    Latency below that slows a member, never makes it look dead."""
+    look dead by the table of faults' toxic rule: a :data:`~conformance.faults.SILENCING_TOXICS` type,
+    or latency (the sum of :data:`~conformance.faults.DELAY_ATTRIBUTES`: latency plus jitter) of at
+    least a session timeout minus a heartbeat interval, which delays a heartbeat past the
+    coordinator's session deadline. Latency below that slows a member, never makes it look dead."""
     kind = F.get_json_object(details, "$.type")
-    latency = (F.coalesce(F.get_json_object(details, "$.attributes.latency").cast("double"), F.lit(0.0))
-               + F.coalesce(F.get_json_object(details, "$.attributes.jitter").cast("double"), F.lit(0.0)))
-    return kind.isin(*SILENCING_TOXICS) | ((kind == "latency") & (latency >= session_ms - heartbeat_ms))
+    delays = [F.coalesce(F.get_json_object(details, f"$.attributes.{a}").cast("double"), F.lit(0.0))
+              for a in DELAY_ATTRIBUTES]
+    latency = delays[0]
+    for delay in delays[1:]:
+        latency = latency + delay
+    return kind.isin(*SILENCING_TOXICS) | ((kind == DELAYING_TOXIC) & (latency >= session_ms - heartbeat_ms))
+
+
+#: Dead-looking lines that count only as the toxic rule says (``toxic-add``).
+_BY_TOXIC_RULE = tuple(n for n in DEAD_LOOKING if LOG_LINES[n].looks_dead == BY_TOXIC_RULE)
 
 
 def _build_fault_windows(t: Tables):
     tm = timing(t.cells).select("run", "session_ms", "heartbeat_ms")
     inv = (t.nemesis.where((F.col("phase") == "invoke") & F.col("fault").isin(*DEAD_LOOKING)).join(tm, "run")
-           .where((F.col("fault") != "toxic-add")
+           .where(~F.col("fault").isin(*_BY_TOXIC_RULE)
                   | _toxic_can_look_dead(F.col("details"), F.col("session_ms"), F.col("heartbeat_ms")))
            .select("run", "line", "fault", "target", F.col("ts").alias("w_start")))
     heals = t.nemesis.select("run", F.col("target").alias("h_target"), F.col("fault").alias("h_fault"),
                              F.col("ts").alias("h_ts"))
-    heal_of = F.create_map(*[F.lit(x) for kv in _HEAL.items() for x in kv])
+    heal_of = F.create_map(*[F.lit(x) for kv in HEAL_OF.items() for x in kv])
     joined = (inv.join(heals, "run", "left")
               .where(F.col("h_ts").isNull() | ((F.col("h_target") == F.col("target")) & (F.col("h_ts") >= F.col("w_start"))
                                                & ((F.col("h_fault") == heal_of[F.col("fault")])
-                                                  | (F.col("fault").startswith("broker") & (F.col("h_ts") > F.col("w_start")))))))
+                                                  | (F.col("fault").isin(*HEALED_BY_NEXT_LINE)
+                                                     & (F.col("h_ts") > F.col("w_start")))))))
     healed = joined.groupBy("run", "line", "fault", "target", "w_start").agg(F.min("h_ts").alias("heal_ts"))
     t0 = t.cells.select("run", "start_ts")
     return (inv.join(healed, ["run", "line", "fault", "target", "w_start"], "left").join(tm, "run")

@@ -55,11 +55,12 @@ from collections import defaultdict
 from pyspark.sql import functions as F
 
 from conformance import config
+from conformance.faults import STOP_LINES
 from conformance.pipeline.checks.common import fmt_tps, timing, violation
 from conformance.pipeline.derived import Tables, is_cooperative
 
-#: Nemesis faults that stop a member until its next ``start``.
-_STOPS = ("terminate", "kill")
+#: Nemesis faults that stop a member until its next ``start`` (from the table of faults).
+_STOPS = STOP_LINES
 
 
 def leader_view(t: Tables):

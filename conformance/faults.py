@@ -1,0 +1,345 @@
+"""The one table of faults: every fault a scenario can inject, and everything the suite knows of it.
+
+:data:`FAULTS` holds one :class:`Fault` per scenario verb that injects a fault. Each row says:
+
+- its **arguments**: the target it takes (a member, a topic, none), its keys with their
+  checkers, the keys it requires, and any check across keys. The scenario parser
+  (:mod:`conformance.scenarios.parse`) reads them, so a mistake is one line and exit 2 before
+  anything starts.
+- the **nemesis log lines** it writes (:class:`Line`): for each, whether it can make its target
+  look dead to the group (always, or by the toxic rule below), whether its target dies (a kill:
+  the member is gone without leaving the group), and which later line heals it. The nemesis log's
+  vocabulary (:data:`LOG_LINES`), the pipeline's fault windows (:data:`DEAD_LOOKING`,
+  :data:`HEAL_OF`, :data:`HEALED_BY_NEXT_LINE`), the leadership checks' stopped members
+  (:data:`STOP_LINES`) and the mutations' quiet spans (:data:`WINDOW_LINES`) are read from these
+  rows.
+- whether **chaos** may pick it (:class:`ChaosPick`): under which name, with which weight, and how
+  the seeded schedule draws its arguments.
+- its **implementation** (``act``): what the runner does for it, through the nemesis, which logs
+  each step and calls a :class:`Backend`. A backend is the small set of primitives that differ
+  between the processes path (SIGKILL, SIGSTOP, the local toxiproxy) and the container path
+  (``docker kill``, ``docker pause``, toxiproxy in its container).
+
+Guarantees:
+
+- Nothing else names a fault: the parser's verbs, ``Scenario.fault_count``, the chaos schedule,
+  the nemesis log's vocabulary and heal map, the checks' dead-looking faults and the mutations'
+  windows are derived from :data:`FAULTS` (``tests/test_faults_table.py`` checks that they are).
+- The table's order is the parser's order of verbs; chaos draws its picks in ``ChaosPick.rank``
+  order, which is fixed so that a seed gives the schedule it always gave.
+- A nemesis log line of a fault is written exactly as before this table existed (the pipeline
+  and recorded runs read them): ``ts``, ``fault`` (a :class:`Line` name), ``target``, ``phase``,
+  ``details``.
+
+The toxic rule (``Line.looks_dead == BY_TOXIC_RULE``): a toxic can make its member look dead when
+its type is one of :data:`SILENCING_TOXICS` (the connection hangs, is reset, or closes after a few
+bytes: the coordinator stops hearing heartbeats), or when the sum of its
+:data:`DELAY_ATTRIBUTES` (latency plus jitter) is at least a session timeout minus a heartbeat
+interval, which delays a heartbeat past the coordinator's session deadline. Less latency slows a
+member and never makes it look dead.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Literal, Protocol
+
+from conformance.cluster.toxiproxy import TOXIC_ATTRIBUTES, Toxic
+from conformance.scenarios.values import (Schema, choice, fraction, int_in, parse_duration_ms, positive_duration_ms,
+                                          strategy_list, topic_list)
+
+if TYPE_CHECKING:
+    from conformance.nemesis import Nemesis
+
+#: What a fault's line can do to how its target looks to the group.
+LooksDead = Literal["no", "yes", "by-toxic-rule"]
+BY_TOXIC_RULE: LooksDead = "by-toxic-rule"
+#: ``Line.healed_by`` of a line that the target's next nemesis line heals (a broker fault: the
+#: broker is back when its next line is written).
+NEXT_LINE = "<the target's next line>"
+#: The target a fault takes in a scenario line: a member (``m<i>``, ``each``, ...), a topic, or none.
+Target = Literal["member", "topic", "none"]
+
+#: toxiproxy toxics that stop a member's requests or answers outright (see the module docstring).
+SILENCING_TOXICS: tuple[str, ...] = ("timeout", "reset_peer", "limit_data")
+#: The toxic that delays every message, and its attributes (ms) whose sum is the delay (see the
+#: module docstring).
+DELAYING_TOXIC: str = "latency"
+DELAY_ATTRIBUTES: tuple[str, ...] = ("latency", "jitter")
+
+
+@dataclass(frozen=True)
+class Line:
+    """One ``fault`` name a nemesis log line may carry.
+
+    ``looks_dead``: whether the fault invoked by this line can make its target look dead to the
+    group (``by-toxic-rule``: as the module docstring's toxic rule says). ``stops``: its target
+    member stops until its next ``start`` line; ``dies``: it stops without leaving the group (a
+    kill). ``healed_by``: the line that ends it (``NEXT_LINE``: the target's next line), None when
+    nothing heals it."""
+
+    name: str
+    looks_dead: LooksDead = "no"
+    stops: bool = False
+    dies: bool = False
+    healed_by: str | None = None
+
+
+@dataclass(frozen=True)
+class ChaosPick:
+    """One fault chaos may inject: its name in the schedule, its weight, its rank (the order of
+    the weighted draw) and ``args``, which draws the fault's arguments from the schedule's random
+    generator given the session timeout (ms)."""
+
+    name: str
+    weight: int
+    rank: int
+    args: Callable[[random.Random, int], dict[str, Any]]
+
+
+class Backend(Protocol):
+    """The primitives a fault is made of, per way of running a cell.
+
+    ``handle`` is the backend's handle of a member's current incarnation (what it launched).
+    Every method returns once the primitive is in force (a killed member has exited, a paused one
+    is frozen, a disabled path refuses connections); a toxic's name is what ``remove_toxic`` takes.
+    """
+
+    name: str
+
+    def terminate_member(self, member: str, handle: Any) -> None: ...
+    def kill_member(self, member: str, handle: Any) -> None: ...
+    def pause_member(self, member: str, handle: Any) -> None: ...
+    def resume_member(self, member: str, handle: Any) -> None: ...
+    def disable_path(self, member: str) -> None: ...
+    def enable_path(self, member: str) -> None: ...
+    def add_toxic(self, member: str, toxic: Toxic) -> str: ...
+    def remove_toxic(self, member: str, toxic_name: str) -> None: ...
+    def restart_broker(self, kill: bool) -> None: ...
+    def add_partitions(self, topic: str, total: int) -> None: ...
+
+
+class Run(Protocol):
+    """What a fault's ``act`` uses of the running cell (:class:`conformance.scenarios.runner.CellRun`)."""
+
+    nemesis: "Nemesis"
+    partitions: dict[str, int]
+
+    def restart(self, slot: Any, mode: str, down_ms: int) -> None: ...
+    def resubscribe(self, slot: Any, topics: list[str]) -> None: ...
+    def bounce_strategies(self, to: list[str]) -> None: ...
+    def rotate_leader(self, timeout_ms: int) -> None: ...
+    def chaos(self, count: int, gap_ms: int) -> None: ...
+
+
+#: ``act(run, on, args)``: ``on`` is the member's slot, the topic, or None (by ``Fault.target``);
+#: returns whether it acted (a member fault on a member that is not running does nothing).
+Act = Callable[[Run, Any, dict[str, Any]], bool]
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One row of the table (see the module docstring for what each column is read by).
+
+    ``check(target, args, topics)`` checks what one key's checker cannot (across keys, or
+    against ``topics``, each declared topic's partition count at that line of the file, which it
+    may update); it raises ``ValueError`` with the message after ``file:line:``.
+    ``settle_each``: with target ``each``, the runner waits for the group to settle after acting
+    on each member."""
+
+    verb: str
+    summary: str
+    target: Target
+    act: Act
+    keys: Schema = field(default_factory=dict)
+    required: tuple[str, ...] = ()
+    check: Callable[[str | None, dict[str, Any], dict[str, int]], None] | None = None
+    lines: tuple[Line, ...] = ()
+    chaos: tuple[ChaosPick, ...] = ()
+    settle_each: bool = False
+
+    @property
+    def looks_dead(self) -> bool:
+        """Whether this fault can make a member (or the broker) look dead to the group."""
+        return any(line.looks_dead != "no" for line in self.lines)
+
+
+# -- implementations ------------------------------------------------------------------------
+
+
+def _stop(run: Run, slot: Any, args: dict[str, Any]) -> bool:
+    if not slot.running:
+        return False
+    run.nemesis.terminate(slot.name, slot.proc)
+    return True
+
+
+def _kill(run: Run, slot: Any, args: dict[str, Any]) -> bool:
+    if not slot.running:
+        return False
+    run.nemesis.kill(slot.name, slot.proc)
+    return True
+
+
+def _restart(run: Run, slot: Any, args: dict[str, Any]) -> bool:
+    run.restart(slot, args.get("mode", "graceful"), args.get("down", 0))
+    return True
+
+
+def _pause(run: Run, slot: Any, args: dict[str, Any]) -> bool:
+    if not slot.running:
+        return False
+    run.nemesis.pause(slot.name, slot.proc)
+    slot.paused = True
+    time.sleep(args["for"] / 1000)
+    run.nemesis.resume(slot.name, slot.proc)
+    slot.paused = False
+    return True
+
+
+def _broker_restart(run: Run, on: None, args: dict[str, Any]) -> bool:
+    run.nemesis.broker_restart(kill=args.get("mode", "clean") == "kill")
+    return True
+
+
+def toxic_of(args: dict[str, Any]) -> Toxic:
+    """The toxic a ``toxic`` fault's arguments describe (every key but type, for, stream and
+    toxicity is a toxic attribute); ``ValueError`` when toxiproxy would not take it."""
+    attributes = {k: v for k, v in args.items() if k not in ("type", "for", "stream", "toxicity")}
+    return Toxic(type=args["type"], stream=args.get("stream", "downstream"), attributes=attributes,
+                 toxicity=args.get("toxicity", 1.0))
+
+
+def _toxic(run: Run, slot: Any, args: dict[str, Any]) -> bool:
+    toxic_name = run.nemesis.add_toxic(slot.name, toxic_of(args))
+    time.sleep(args["for"] / 1000)
+    run.nemesis.remove_toxic(slot.name, toxic_name)
+    return True
+
+
+def _check_toxic(target: str | None, args: dict[str, Any], topics: dict[str, int]) -> None:
+    toxic_of(args)  # the cluster's own rule for a toxic's attributes, applied before any cluster exists
+
+
+def _cut(run: Run, slot: Any, args: dict[str, Any]) -> bool:
+    run.nemesis.cut(slot.name)
+    time.sleep(args["for"] / 1000)
+    run.nemesis.uncut(slot.name)
+    return True
+
+
+def _add_partitions(run: Run, topic: str, args: dict[str, Any]) -> bool:
+    run.nemesis.add_partitions(topic, args["total"])
+    run.partitions[topic] = args["total"]
+    return True
+
+
+def _check_add_partitions(target: str | None, args: dict[str, Any], topics: dict[str, int]) -> None:
+    assert target is not None
+    if args["total"] <= topics[target]:
+        raise ValueError(f"add-partitions {target}: total={args['total']} does not grow it: it has "
+                         f"{topics[target]} partitions here; give more than {topics[target]}")
+    topics[target] = args["total"]
+
+
+def _check_resubscribe(target: str | None, args: dict[str, Any], topics: dict[str, int]) -> None:
+    unknown = [t for t in args["topics"] if t not in topics]
+    if unknown:
+        raise ValueError(f"resubscribe: undeclared topic {', '.join(map(repr, unknown))}; "
+                         f"declared: {', '.join(topics)}")
+
+
+def _resubscribe(run: Run, slot: Any, args: dict[str, Any]) -> bool:
+    run.resubscribe(slot, list(args["topics"]))
+    return True
+
+
+def _bounce(run: Run, on: None, args: dict[str, Any]) -> bool:
+    run.bounce_strategies(list(args["to"]))
+    return True
+
+
+def _rotate_leader(run: Run, on: None, args: dict[str, Any]) -> bool:
+    run.rotate_leader(args.get("timeout", 60_000))
+    return True
+
+
+def _chaos(run: Run, on: None, args: dict[str, Any]) -> bool:
+    run.chaos(args["count"], args.get("gap", 5000))
+    return True
+
+
+# -- the table -------------------------------------------------------------------------------
+
+#: Every fault, in the parser's order of verbs.
+FAULTS: dict[str, Fault] = {f.verb: f for f in (
+    Fault("stop", "graceful stop (SIGTERM; docker stop)", "member", _stop,
+          lines=(Line("terminate", stops=True),), settle_each=True),
+    Fault("kill", "crash (SIGKILL; docker kill -s KILL)", "member", _kill,
+          lines=(Line("kill", stops=True, dies=True),), settle_each=True),
+    Fault("restart", "stop (mode=graceful|kill), wait down=DUR, start again", "member", _restart,
+          keys={"mode": choice("graceful", "kill"), "down": parse_duration_ms},
+          chaos=(ChaosPick("restart-graceful", 3, 0, lambda rng, session: {
+                     "mode": "graceful", "down": rng.choice([0, 1000, 3000])}),
+                 ChaosPick("restart-kill", 3, 1, lambda rng, session: {
+                     "mode": "kill", "down": rng.choice([0, 1000, 3000])})),
+          settle_each=True),
+    Fault("pause", "freeze for=DUR, then resume (SIGSTOP/SIGCONT; docker pause/unpause)", "member", _pause,
+          keys={"for": positive_duration_ms}, required=("for",),
+          lines=(Line("pause", looks_dead="yes", healed_by="resume"), Line("resume")),
+          chaos=(ChaosPick("pause", 2, 2, lambda rng, session: {
+              "for": rng.choice([session // 2, session + 3000])}),)),
+    Fault("broker-restart", "restart the broker (mode=clean|kill)", "none", _broker_restart,
+          keys={"mode": choice("clean", "kill")},
+          lines=(Line("broker-restart", looks_dead="yes", healed_by=NEXT_LINE),
+                 Line("broker-kill", looks_dead="yes", healed_by=NEXT_LINE)),
+          chaos=(ChaosPick("broker-restart", 1, 5, lambda rng, session: {}),)),
+    Fault("toxic", "a toxiproxy toxic on the member's path for=DUR", "member", _toxic,
+          keys={"type": choice(*TOXIC_ATTRIBUTES), "for": positive_duration_ms,
+                "stream": choice("upstream", "downstream"), "toxicity": fraction, "*": int_in("toxic *")},
+          required=("type", "for"), check=_check_toxic,
+          lines=(Line("toxic-add", looks_dead=BY_TOXIC_RULE, healed_by="toxic-remove"), Line("toxic-remove")),
+          chaos=(ChaosPick("latency", 2, 3, lambda rng, session: {
+              "type": "latency", "latency": rng.choice([100, 300, 800]), "for": rng.choice([3000, 8000])}),)),
+    Fault("cut", "the member's toxiproxy proxy down for=DUR, then up", "member", _cut,
+          keys={"for": positive_duration_ms}, required=("for",),
+          lines=(Line("proxy-disable", looks_dead="yes", healed_by="proxy-enable"), Line("proxy-enable")),
+          chaos=(ChaosPick("cut", 2, 4, lambda rng, session: {
+              "for": rng.choice([2000, session + 3000])}),)),
+    Fault("add-partitions", "grow a topic to total=N partitions (permanent)", "topic", _add_partitions,
+          keys={"total": int_in("add-partitions total")}, required=("total",), check=_check_add_partitions,
+          lines=(Line("add-partitions"),)),
+    Fault("bounce-strategies", "rolling graceful restart onto to=LIST strategies", "none", _bounce,
+          keys={"to": strategy_list}, required=("to",)),
+    Fault("resubscribe", "graceful restart subscribed to topics=A,B", "member", _resubscribe,
+          keys={"topics": topic_list}, required=("topics",), check=_check_resubscribe),
+    Fault("rotate-leader", "stop the current leader until every kind has led", "none", _rotate_leader,
+          keys={"timeout": positive_duration_ms}),
+    Fault("chaos", "count=N seeded faults of the chaos picks, gap=DUR apart", "none", _chaos,
+          keys={"count": int_in("chaos count"), "gap": parse_duration_ms}, required=("count",)),
+)}
+
+#: Lines the runner writes that belong to no fault: a member's start, and a heal that raised in teardown.
+RUNNER_LINES: tuple[Line, ...] = (Line("start"), Line("heal-failed"))
+
+# -- what the rest of the suite reads, derived from the table ---------------------------------------
+
+#: Every ``fault`` name of the nemesis log, in table order (start first, heal-failed last).
+LOG_LINES: dict[str, Line] = {line.name: line for line in (
+    RUNNER_LINES[0], *(line for f in FAULTS.values() for line in f.lines), *RUNNER_LINES[1:])}
+#: Lines whose fault can make its target look dead (``toxic-add`` only by the toxic rule).
+DEAD_LOOKING: tuple[str, ...] = tuple(n for n, line in LOG_LINES.items() if line.looks_dead != "no")
+#: A dead-looking line -> the line that heals it, where one line does.
+HEAL_OF: dict[str, str] = {n: line.healed_by for n, line in LOG_LINES.items()
+                           if line.looks_dead != "no" and line.healed_by not in (None, NEXT_LINE)}
+#: Dead-looking lines that the target's next nemesis line heals.
+HEALED_BY_NEXT_LINE: tuple[str, ...] = tuple(n for n in DEAD_LOOKING if LOG_LINES[n].healed_by == NEXT_LINE)
+#: Lines after which their member is stopped until its next ``start`` line.
+STOP_LINES: tuple[str, ...] = tuple(n for n, line in LOG_LINES.items() if line.stops)
+#: Lines that open a span where a member may look dead or be dead (dead-looking, or its target dies).
+WINDOW_LINES: tuple[str, ...] = tuple(n for n, line in LOG_LINES.items() if line.looks_dead != "no" or line.dies)
+#: Every chaos pick, in the order of the seeded draw, with the verb it injects.
+CHAOS_PICKS: tuple[tuple[ChaosPick, str], ...] = tuple(sorted(
+    ((pick, f.verb) for f in FAULTS.values() for pick in f.chaos), key=lambda pv: pv[0].rank))

@@ -1,0 +1,176 @@
+"""The table of faults is the single source of what a fault is (pure Python, no cluster).
+
+Stories:
+
+- The parser's verbs, ``Scenario.fault_count``'s verbs, the chaos schedule's picks, the nemesis
+  log's vocabulary and heal map, the checks' dead-looking faults, heals and stopped members, and
+  the mutations' windows are all read from :data:`conformance.faults.FAULTS`; nothing else in the package names a
+  fault's log line.
+- Every fault chaos draws is a fault a scenario file could state: its arguments, written as a
+  scenario line, parse back to the same arguments.
+- The seeded chaos schedule is what it was before the table existed (pinned steps of seed 11).
+- The nemesis writes each fault's lines under the table's names, heals what is still in force in
+  teardown, and calls the backend's primitive for each step (a backend that records the calls;
+  real backends are exercised by the real cells of test_e2e_slice.py and test_harness_faults.py).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import conformance
+from conformance import faults, mutate
+from conformance.cluster.toxiproxy import Toxic
+from conformance.errors import UsageError
+from conformance.nemesis import FAULTS as LOG_FAULTS
+from conformance.nemesis import Nemesis, NemesisLog
+from conformance.scenarios import model, parse
+from conformance.scenarios.schedule import Schedule
+
+PACKAGE = Path(conformance.__file__).parent
+
+
+def test_parser_verbs_are_the_table_plus_start_sleep_await() -> None:
+    assert [v for v in parse.ACTIONS if v not in ("start", "sleep", "await")] == list(faults.FAULTS)
+    for verb, fault in faults.FAULTS.items():
+        target, keys, required = parse.ACTIONS[verb]
+        assert keys is fault.keys and required == fault.required
+        assert target == ("required" if fault.target == "member" else fault.target)
+    assert model.FAULT_VERBS == frozenset(faults.FAULTS)
+    # Every fault verb is documented in the scenario format's table.
+    for verb in faults.FAULTS:
+        assert f"``{verb}" in parse.__doc__, verb
+
+
+def test_the_parser_uses_each_faults_own_check() -> None:
+    good = "name demo\ntopic orders partitions=3\nphase one\n  start each\n"
+    with pytest.raises(UsageError, match=r"demo.scenario:5: toxic latency: .*missing \['latency'\]"):
+        parse.parse_scenario(good + "  toxic m0 type=latency rate=5 for=1s\n", Path("demo.scenario"))
+    with pytest.raises(UsageError, match=r"demo.scenario:5: add-partitions orders: total=2 does not grow it"):
+        parse.parse_scenario(good + "  add-partitions orders total=2\n", Path("demo.scenario"))
+
+
+def test_log_vocabulary_heals_and_windows_come_from_the_table() -> None:
+    lines = [line.name for f in faults.FAULTS.values() for line in f.lines]
+    assert LOG_FAULTS == ("start", *lines, "heal-failed")
+    assert len(set(LOG_FAULTS)) == len(LOG_FAULTS)
+    # What the checks and the mutations read is the table's, not a copy.
+    from conformance.pipeline.checks import common
+    assert common.DEAD_LOOKING is faults.DEAD_LOOKING and common.HEAL_OF is faults.HEAL_OF
+    assert mutate._WINDOW_FAULTS is faults.WINDOW_LINES
+    from conformance.pipeline.checks import leadership
+    assert leadership._STOPS is faults.STOP_LINES and faults.STOP_LINES == ("terminate", "kill")
+    assert set(faults.DEAD_LOOKING) == {"pause", "proxy-disable", "toxic-add", "broker-restart", "broker-kill"}
+    assert faults.HEAL_OF == {"pause": "resume", "proxy-disable": "proxy-enable", "toxic-add": "toxic-remove"}
+    assert set(faults.WINDOW_LINES) == set(faults.DEAD_LOOKING) | {"kill"}
+    for name, line in faults.LOG_LINES.items():
+        assert line.healed_by in (None, faults.NEXT_LINE) or line.healed_by in faults.LOG_LINES, name
+    looks_dead = {f.verb for f in faults.FAULTS.values() if f.looks_dead}
+    assert looks_dead == {"pause", "broker-restart", "toxic", "cut"}
+
+
+def test_no_other_module_names_a_faults_log_line() -> None:
+    """Line names that are no scenario verb appear as string literals only in the table and in the
+    nemesis that writes them."""
+    names = [n for n in faults.LOG_LINES if n not in faults.FAULTS and n not in ("start", "kill", "pause")]
+    names += [pick.name for pick, _ in faults.CHAOS_PICKS  # 'latency' is also a toxic type and a scenario's name
+              if pick.name not in faults.FAULTS and pick.name != faults.DELAYING_TOXIC]
+    allowed = {PACKAGE / "faults.py", PACKAGE / "nemesis" / "__init__.py"}
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        if path in allowed:
+            continue
+        text = path.read_text(encoding="utf-8")
+        found += [f"{path.relative_to(PACKAGE)}: {n}" for n in names if re.search(rf"[\"']{re.escape(n)}[\"']", text)]
+    assert "proxy-disable" in names and "restart-kill" in names
+    assert found == []
+
+
+def _as_scenario_line(verb: str, args: dict[str, Any]) -> str:
+    fault = faults.FAULTS[verb]
+    durations = {k for k, check in fault.keys.items() if check in (parse.parse_duration_ms, parse.positive_duration_ms)}
+    words = [f"{k}={v}ms" if k in durations else f"{k}={v}" for k, v in args.items()]
+    return " ".join([verb, *(["m0"] if fault.target == "member" else []), *words])
+
+
+def test_every_chaos_pick_is_a_fault_a_scenario_could_state() -> None:
+    assert [pick.rank for pick, _ in faults.CHAOS_PICKS] == sorted(pick.rank for pick, _ in faults.CHAOS_PICKS)
+    seen = set()
+    for seed in range(40):
+        for step in Schedule(seed).chaos(30, 3, 10_000):
+            seen.add(step.fault)
+            text = f"name demo\nphase p\n  start each\n  {_as_scenario_line(step.verb, step.args)}\n"
+            action = parse.parse_scenario(text, Path("demo.scenario")).phases[0].actions[1]
+            assert (action.verb, action.args) == (step.verb, step.args)
+    assert seen == {pick.name for pick, _ in faults.CHAOS_PICKS}
+
+
+def test_the_chaos_schedule_of_a_seed_is_unchanged() -> None:
+    steps = [(s.fault, s.member_index, s.args) for s in Schedule(11).chaos(10, 5, 10_000)]
+    assert steps == PINNED_SEED_11
+
+
+# Schedule(11).chaos(10, 5, 10_000), as the schedule drew it before the table of faults existed.
+PINNED_SEED_11: list[tuple[str, int, dict[str, Any]]] = [
+    ('restart-kill', 4, {'mode': 'kill', 'down': 1000}),
+    ('restart-kill', 4, {'mode': 'kill', 'down': 0}),
+    ('restart-graceful', 4, {'mode': 'graceful', 'down': 1000}),
+    ('latency', 1, {'type': 'latency', 'latency': 100, 'for': 8000}),
+    ('restart-kill', 0, {'mode': 'kill', 'down': 3000}),
+    ('cut', 0, {'for': 13000}),
+    ('broker-restart', 4, {}),
+    ('latency', 4, {'type': 'latency', 'latency': 100, 'for': 3000}),
+    ('restart-graceful', 1, {'mode': 'graceful', 'down': 0}),
+    ('pause', 3, {'for': 13000}),
+]
+
+
+class RecordingBackend:
+    """Records which primitive the nemesis called, in order (a stand-in for the cluster)."""
+
+    name = "recording"
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, ...]] = []
+
+    def __getattr__(self, primitive: str) -> Any:
+        if primitive.startswith("_"):
+            raise AttributeError(primitive)
+
+        def call(*args: Any) -> Any:
+            self.calls.append((primitive, *(a if isinstance(a, (str, bool, int)) else type(a).__name__ for a in args)))
+            return "latency_downstream_1" if primitive == "add_toxic" else None
+        return call
+
+
+def test_the_nemesis_logs_the_tables_lines_and_heals_in_teardown(tmp_path: Path) -> None:
+    backend = RecordingBackend()
+    log = NemesisLog(tmp_path / "nemesis.jsonl")
+    nem = Nemesis(log, backend)
+    nem.kill("m0", object())
+    nem.pause("m1", object())
+    nem.cut("m2")
+    nem.add_toxic("m0", Toxic(type="latency", attributes={"latency": 300}))
+    nem.broker_restart(kill=True)
+    nem.add_partitions("orders", 6)
+    nem.heal_all()  # resumes m1, re-enables m2's path, removes the toxic
+    log.close()
+    lines = [json.loads(x) for x in (tmp_path / "nemesis.jsonl").read_text().splitlines()]
+    assert [(x["fault"], x["target"], x["phase"]) for x in lines] == [
+        ("kill", "m0", "invoke"), ("pause", "m1", "invoke"), ("proxy-disable", "m2", "invoke"),
+        ("toxic-add", "m0", "invoke"), ("broker-kill", "broker", "invoke"), ("broker-kill", "broker", "heal"),
+        ("add-partitions", "broker", "invoke"),
+        ("resume", "m1", "heal"), ("proxy-enable", "m2", "heal"), ("toxic-remove", "m0", "heal")]
+    assert [sorted(x) for x in lines] == [["details", "fault", "phase", "target", "ts"]] * len(lines)
+    assert lines[3]["details"] == {"type": "latency", "stream": "downstream", "attributes": {"latency": 300},
+                                   "toxic": "latency_downstream_1"}
+    assert lines[6]["details"] == {"topic": "orders", "total": 6}
+    assert backend.calls == [
+        ("kill_member", "m0", "object"), ("pause_member", "m1", "object"), ("disable_path", "m2"),
+        ("add_toxic", "m0", "Toxic"), ("restart_broker", True), ("add_partitions", "orders", 6),
+        ("resume_member", "m1", "object"), ("enable_path", "m2"), ("remove_toxic", "m0", "latency_downstream_1")]
