@@ -3,10 +3,11 @@
 // only argument) and writes the event history (conformance/history.py) as JSON
 // lines, one unbuffered write per event.
 //
-// It is built once per franz-go version by
-// conformance/members/kinds/franz_go.py, which writes the go.mod requiring
-// github.com/twmb/franz-go at that version. It uses only APIs franz-go has had
-// since 1.7.0 (Client.GroupMetadata is the newest of them).
+// It is built once per franz-go version by conformance/members/kinds/franz_go.py
+// (through conformance/go_install.py's build_harness, whose go.mod requires
+// github.com/twmb/franz-go at that version). It uses only APIs franz-go has had
+// since 1.7.0 (Client.GroupMetadata is the newest of them), so one source
+// builds against every release from there without build tags.
 //
 // Mapping of kgo's group callbacks onto history events (every event carries
 // the member id and generation of kgo's Client.GroupMetadata at that moment,
