@@ -10,7 +10,18 @@ The row must not excuse the neighbouring bug class: a stale claim of an assignme
 apply. The mutant copy of the run adds the missing callback (an ``assigned`` event of generation 7
 on m4's history, 1 ms after the SyncGroup answer, where a working client records it), so the same
 JoinGroup is now a stale claim after applying the assignment: a new failure, not a known issue.
-Both copies are judged by one real ``conformance report`` (one Spark start).
+
+librdkafka's leader crashes on a version-0 cooperative subscription
+(docs/client-bugs/librdkafka-v0-subscription-crash.md). In the recorded cell m0-librdkafka leads,
+the reference joins with its subscription-v0 fault, and m0 dies by SIGSEGV right after its
+JoinGroup answer; the runner notes the exit 13 s later, at the end of the run. V1 must name the
+crash by its signal; and a dead process owns nothing: m0's ownership ends at its last sign of life,
+so the partitions Java and the reference get 10 s later are no R2 overlap (an overlap implicated
+them while the crashed member's ownership ran to the run's end). The bug class that ending could
+hide is still caught: in the mutant copy m0 consumes orders-1 two seconds after Java was given it
+(a member alive and consuming what another owns, then crashing), and R2 fails.
+
+All copies are judged by one real ``conformance report`` (one Spark start).
 """
 
 from __future__ import annotations
@@ -28,8 +39,9 @@ from conformance.members.known_issues import match
 
 pytestmark = pytest.mark.slow
 
-ARCHIVE = (Path(__file__).resolve().parent.parent / "fixtures" / "client-bugs"
-           / "kafka-python-3.0.12-discarded-join.tar.xz")
+BUGS = Path(__file__).resolve().parent.parent / "fixtures" / "client-bugs"
+ARCHIVE = BUGS / "kafka-python-3.0.12-discarded-join.tar.xz"
+CRASH_ARCHIVE = BUGS / "librdkafka-2.16.1-v0-subscription-crash.tar.xz"
 MEMBER = "m4-kafka-python"
 SYNC_TS = 1795693742505.1436   # the SyncGroup answer of generation 7 to m4 (wire line 3286)
 
@@ -53,6 +65,24 @@ def _copies(root: Path) -> dict[str, Path]:
     applied = {**template, "ts": SYNC_TS + 1, "generation": 7, "partitions": [["orders", 2], ["orders", 3]]}
     at = next(i for i, e in enumerate(events) if e["ts"] > applied["ts"])
     events.insert(at, applied)
+    history.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    with tarfile.open(CRASH_ARCHIVE) as tar:
+        tar.extractall(root / "crash-original", filter="data")
+    (crash,) = (root / "crash-original").iterdir()
+    for name in ("crash", "crash-consumed-late"):
+        dirs[name] = runs / name
+        shutil.copytree(crash, dirs[name])
+    late = dirs["crash-consumed-late"]
+    manifest = json.loads((late / "manifest.json").read_text(encoding="utf-8"))
+    manifest["run_id"] = manifest["run_id"] + "-consumed-late"
+    (late / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    java = [json.loads(x) for x in (late / "members" / "m2-java.jsonl").read_text(encoding="utf-8").splitlines()]
+    given = next(e["ts"] for e in java if e["event"] == "assigned" and ["orders", 1] in e["partitions"])
+    history = late / "members" / "m0-librdkafka.jsonl"
+    events = [json.loads(x) for x in history.read_text(encoding="utf-8").splitlines()]
+    batch = next(e for e in events if e["event"] == "consumed")
+    events.append({**batch, "ts": given + 2000, "partition": 1, "first_offset": 10_000, "last_offset": 10_000,
+                   "count": 1})
     history.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
     return dirs
 
@@ -99,3 +129,18 @@ def test_the_row_matches_only_its_versions_and_evidence():
     assert match("E5", ["kafka-python@3.0.12"], {"kind": "stale"}) is None      # history-based E5: not this bug
     assert match("E5", ["kafka-python@2.3.3"], never) is None                   # 2.x kept the pending join
     assert match("E5", ["java@4.4.0"], never) is None
+
+
+def test_a_crashed_leader_is_named_and_owns_nothing_after_it_died(verdicts):
+    v = verdicts["crash"]
+    crashes = [x for x in v["invariants"]["V1"]["violations"] if x["members"] == ["m0-librdkafka"]]
+    assert crashes and "killed by signal SIGSEGV" in crashes[0]["message"], v["invariants"]["V1"]
+    assert crashes[0]["evidence"]["end"] == "crashed" and crashes[0]["evidence"]["exit_code"] == -11, crashes
+    assert v["root_cause"]["invariant"] == "E5" and v["root_cause"]["culprit"] == "m1-reference", v["root_cause"]
+    assert v["invariants"]["R2"]["violations"] == [], v["invariants"]["R2"]["violations"]
+
+
+def test_a_member_consuming_what_another_owns_before_it_crashes_still_fails_r2(verdicts):
+    r2 = verdicts["crash-consumed-late"]["invariants"]["R2"]
+    assert r2["status"] == "fail", r2
+    assert any(x["members"] == ["m0-librdkafka", "m2-java"] and "orders-1" in x["message"] for x in r2["violations"]), r2

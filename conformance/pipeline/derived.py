@@ -5,8 +5,12 @@
 - ``incarnations``: per member process life: ``start_ts``, ``last_ts`` and
   ``end_ts``/``end_kind``: ``stopped`` (its stopped event), ``killed`` (a
   nemesis kill of that member after its last event and before its next
-  start: the process died then), ``restarted`` (the next ``started`` of the
-  same member with no kill in the log: a crash), or ``run-end``.
+  start: the process died then), ``crashed`` (the runner saw the process
+  exit on its own after its last event and before its next start: an exit
+  note of the manifest; it ended at its last sign of life, its last history
+  event or wire frame, since it died between that and the note), ``restarted``
+  (the next ``started`` of the same member with no kill or exit note: a
+  crash), or ``run-end``.
 - ``ownership``: one row per (member, partition) ownership interval: from an
   ``assigned`` to the next ``revoked``/``lost`` of that partition in the same
   incarnation, else the incarnation's end. ``end_reason`` says which.
@@ -59,12 +63,18 @@ class Tables:
     #: :func:`pin` into one partition (small inputs: joins and aggregations then need no shuffle).
     one_partition: bool = True
     _shared: dict = field(default_factory=dict, repr=False)
-    _shared_lock: Any = field(default_factory=threading.RLock, repr=False)  # re-entrant: pieces build on pieces
+    _shared_lock: Any = field(default_factory=threading.Lock, repr=False)  # guards _shared and _piece_locks
+    _piece_locks: dict = field(default_factory=dict, repr=False)
 
     def shared(self, name: str, build: Callable[[], DataFrame], heavy: bool = False) -> DataFrame:
         """The DataFrame ``build()`` makes, built once per Tables and ``name`` and then reused by every
         check asking for it (pinned in memory when ``pin_shared``), so that pieces several checks
         need (the leader's view, complete generations, duplicates, ...) are defined once.
+
+        Each name has its own lock: a check waits only for a piece it asks for while another check
+        builds that piece, never for the building of other pieces (checks build their pieces side by
+        side). Pieces may build on pieces (their dependencies have no cycle, so no two builds wait for
+        each other); ``build`` is called at most once per name.
 
         Unpinned, each query reading a piece computes it again (each check prunes it differently,
         so Spark cannot reuse one computation); ``heavy`` pieces (those that grow with the events,
@@ -72,23 +82,32 @@ class Tables:
         query that reads them, read by the others, dropped by :meth:`release_shared`."""
         with self._shared_lock:
             df = self._shared.get(name)
+            if df is not None:
+                return df
+            lock = self._piece_locks.setdefault(name, threading.Lock())
+        with lock:
+            with self._shared_lock:
+                df = self._shared.get(name)
             if df is None:
                 df = build()
                 if self.pin_shared:
                     df = pin(df, self.one_partition)
                 elif heavy:
                     df = df.persist()
-                self._shared[name] = df
+                with self._shared_lock:
+                    self._shared[name] = df
             return df
 
     def release_shared(self) -> None:
         """Forget the shared pieces (pinned ones are then freed by Spark, see :func:`pin`;
         persisted ones are dropped now)."""
         with self._shared_lock:
-            for df in self._shared.values():
-                if df.is_cached:
-                    df.unpersist()
+            pieces = list(self._shared.values())
             self._shared.clear()
+            self._piece_locks.clear()
+        for df in pieces:
+            if df.is_cached:
+                df.unpersist()
 
     def collect(self, df: DataFrame) -> list:
         """``df.collect()``, through the collector when there is one (checks call this, never ``collect()``)."""
@@ -136,6 +155,29 @@ def in_memory(inputs: dict[str, DataFrame], keep: Callable[[DataFrame], DataFram
     return t
 
 
+def _with_exit_notes(t: Tables, inc: DataFrame) -> DataFrame:
+    """``inc`` plus ``life_ts``: for an incarnation without ``stopped`` or kill whose process the
+    runner saw exit on its own (an exit note after its last event and before its next start), its
+    last sign of life: its last history event or its last wire frame before the note, whichever is
+    later. Null otherwise. Only members with an exit note are looked up in the wire capture."""
+    exits = (t.cells.select("run", F.explode("exits").alias("x"))
+             .select("run", F.col("x.member").alias("member"), F.col("x.ts").alias("exit_ts")))
+    noted = (inc.where(F.col("stopped_ts").isNull() & F.col("kill_ts").isNull())
+             .join(exits, ["run", "member"])
+             .where((F.col("exit_ts") >= F.col("last_ts"))
+                    & (F.col("next_start_ts").isNull() | (F.col("exit_ts") <= F.col("next_start_ts"))))
+             .groupBy("run", "member", "file", "incarnation", "start_ts", "last_ts")
+             .agg(F.min("exit_ts").alias("exit_ts")))
+    frames = (t.frames.join(F.broadcast(exits.select("run", "member").distinct()), ["run", "member"])
+              .select("run", "member", F.col("ts").alias("f_ts")))
+    life = (noted.join(frames, ["run", "member"], "left")
+            .where(F.col("f_ts").isNull() | ((F.col("f_ts") >= F.col("start_ts")) & (F.col("f_ts") <= F.col("exit_ts"))))
+            .groupBy("run", "file", "incarnation", "last_ts")
+            .agg(F.max("f_ts").alias("f_ts"))
+            .select("run", "file", "incarnation", F.greatest("last_ts", F.coalesce("f_ts", "last_ts")).alias("life_ts")))
+    return inc.join(life, ["run", "file", "incarnation"], "left")
+
+
 def load_first(t: Tables) -> Tables:
     """The first wave of derived tables (see :data:`FIRST_WAVE`) over ``t``'s inputs."""
     t.events_inc = with_incarnation(t.events)
@@ -162,11 +204,13 @@ def load_first(t: Tables) -> Tables:
                     "next_start_ts")
            .agg(F.min("kill_ts").alias("kill_ts"))
            .join(t.run_end, "run", "left"))
-    inc = inc.withColumn("end_ts", F.coalesce("stopped_ts", "kill_ts", "next_start_ts",
+    inc = _with_exit_notes(t, inc)
+    inc = inc.withColumn("end_ts", F.coalesce("stopped_ts", "kill_ts", "life_ts", "next_start_ts",
                                               F.greatest("run_end_ts", "last_ts")))
     inc = inc.withColumn("end_kind", F.when(F.col("stopped_ts").isNotNull(), "stopped")
                          .when(F.col("kill_ts").isNotNull(), "killed")
-                         .when(F.col("next_start_ts").isNotNull(), "restarted").otherwise("run-end"))
+                         .when(F.col("life_ts").isNotNull(), "crashed")
+                         .when(F.col("next_start_ts").isNotNull(), "restarted").otherwise("run-end")).drop("life_ts")
     t.incarnations = inc.drop("run_end_ts")
 
     t.member_ids = (t.frames.where(F.col("member_id").isNotNull() & (F.col("member_id") != ""))

@@ -285,7 +285,8 @@ def check_v1(t: Tables) -> list[dict]:
                   .where(F.col("k") == 1).select("run", "file", "incarnation", F.col("error").alias("last_error")))
     crashed = (t.incarnations.join(t.members.select("run", "member"), ["run", "member"])
                .join(t.cells.select("run", "complete"), "run").join(last_error, ["run", "file", "incarnation"], "left")
-               .where((F.col("end_kind") == "restarted") | ((F.col("end_kind") == "run-end") & F.col("complete"))
+               .where(F.col("end_kind").isin("restarted", "crashed") & F.col("next_start_ts").isNotNull()
+                      | (F.col("end_kind").isin("run-end", "crashed") & F.col("complete"))
                       | (F.coalesce("had_fatal", F.lit(0)) == 1)))
     # How the process ended, when the runner saw it exit on its own: its first exit note after the
     # incarnation's last event (the runner notes an exit when it next acts on the member).
@@ -330,7 +331,7 @@ def check_v1(t: Tables) -> list[dict]:
                                      evidence={"convergence_ms": took, "bound_ms": r["convergence_ms"]}))
     for r in crashed:
         what = "reported a fatal error" if r["had_fatal"] else (
-            "crashed (restarted without stopping)" if r["end_kind"] == "restarted" else "never stopped (crashed or hung)")
+            "crashed (restarted without stopping)" if r["next_start_ts"] is not None else "never stopped (crashed or hung)")
         out.append(violation("V1", r["run"], f"{r['member']} {what}"
                              + (f"; its process {describe_exit(r['exit_code'])}" if r["exit_code"] is not None else "")
                              + (f": {r['last_error']}" if r["last_error"] else ""),
