@@ -299,6 +299,15 @@ class CooperativeRun(CellBuilder):
         self.sync_3()
         self.m2_takes()
 
+    def through_steady(self) -> None:
+        """The healthy run up to its steady state: every act but :meth:`teardown`."""
+        self.opening()
+        self.generation_2()
+        self.sync_2()
+        self.m1_commits_2()
+        self.follow_up()
+        self.steady()
+
     def closing(self) -> Path:
         """:meth:`steady`, then :meth:`teardown`."""
         self.steady()

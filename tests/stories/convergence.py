@@ -13,19 +13,10 @@ from stories import story
 from stories.builder import ALL4, END, T, CooperativeRun
 
 
-def _healthy_until_steady(b: CooperativeRun) -> None:
-    b.opening()
-    b.generation_2()
-    b.sync_2()
-    b.m1_commits_2()
-    b.follow_up()
-    b.steady()
-
-
 @story(fails=("V1", ["fatal error"]))
 def v1(b: CooperativeRun) -> Path:
     """m2 reports a fatal error (59.8 s) and never stops."""
-    _healthy_until_steady(b)
+    b.through_steady()
     b.stopped("m1", END + 100)
     b.error("m2", END - 200, "boom: unexpected client state", fatal=True)
     return b.write(END)
@@ -34,14 +25,14 @@ def v1(b: CooperativeRun) -> Path:
 @story(fails=("V1", ["m2 never stopped (crashed or hung)"]))
 def v1_hang(b: CooperativeRun) -> Path:
     """m2 never stops in a complete run (no error, no kill)."""
-    _healthy_until_steady(b)
+    b.through_steady()
     return b.teardown(m2=False)
 
 
 @story(fails=("V1", ["m2 crashed (restarted without stopping)"]))
 def v1_crash(b: CooperativeRun) -> Path:
     """m2 starts again at 30 s without having stopped and without a kill."""
-    _healthy_until_steady(b)
+    b.through_steady()
     b.started("m2", 30000)
     return b.teardown()
 
@@ -49,7 +40,7 @@ def v1_crash(b: CooperativeRun) -> Path:
 @story(fails=("V1", ["t-3 had no owner at the end of observation (60000)"]))
 def v1_unowned(b: CooperativeRun) -> Path:
     """m2 loses t-3 at 30 s with no rebalance, and nobody owns it to the end."""
-    _healthy_until_steady(b)
+    b.through_steady()
     b.lost("m2", 30000, [(T, 3)])
     return b.teardown()
 
@@ -71,7 +62,7 @@ def v1_slow(b: CooperativeRun) -> Path:
 @story(fails=("V1", ["await stable timed out after 30 s in phase bounce: t-1 owned by m1, m2"]))
 def v1_await(b: CooperativeRun) -> Path:
     """The runner's await stable of phase bounce timed out (the manifest's notes): the group never settled."""
-    _healthy_until_steady(b)
+    b.through_steady()
     return b.teardown(notes=[{"ts": 45000.0, "phase": "bounce", "await": "stable", "timeout_ms": 30000,
                               "state": "t-1 owned by m1, m2"}])
 
@@ -80,7 +71,7 @@ def v1_await(b: CooperativeRun) -> Path:
 def v1_kill_allowed(b: CooperativeRun) -> Path:
     """m2 is killed at 30 s; m1 alone forms generation 4 (41 s) and takes t-2, t-3: a kill by the
     nemesis is not a crash, the whole cell passes."""
-    _healthy_until_steady(b)
+    b.through_steady()
     b.fault(30000, "kill", "m2")
     b.join(4, 41000, "m1", {"m1": b.subscription("m1", owned=ALL4[:2], generation=3)})
     b.sync(4, 41100, "m1", {"m1": ALL4})

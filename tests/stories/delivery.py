@@ -12,15 +12,6 @@ from stories import story
 from stories.builder import T, CooperativeRun
 
 
-def _healthy_until_steady(b: CooperativeRun) -> None:
-    b.opening()
-    b.generation_2()
-    b.sync_2()
-    b.m1_commits_2()
-    b.follow_up()
-    b.steady()
-
-
 @story(fails=("D1", ["90-99"]))
 def d1(b: CooperativeRun) -> Path:
     """m2 never consumes offsets 90-99 of t-3 (it reads 50-89 only)."""
@@ -59,7 +50,7 @@ def d2_stale(b: CooperativeRun) -> Path:
 @story(fails=("D3", ["again with no rebalance or fault"]))
 def d3(b: CooperativeRun) -> Path:
     """m1 re-reads t-0 90-99 at 15 s with no rebalance or fault since it read them at 14 s."""
-    _healthy_until_steady(b)
+    b.through_steady()
     b.consumed("m1", 15000, T, 0, 90, 99)
     return b.teardown()
 
@@ -67,7 +58,7 @@ def d3(b: CooperativeRun) -> Path:
 @story()
 def d3_allowed(b: CooperativeRun) -> Path:
     """As d3, but m1 was paused in between (14.5-14.6 s): counted, allowed by D3/fault."""
-    _healthy_until_steady(b)
+    b.through_steady()
     b.fault(14500, "pause", "m1")
     b.fault(14600, "resume", "m1", phase="heal")
     b.consumed("m1", 15000, T, 0, 90, 99)
@@ -92,7 +83,7 @@ def d3_rebalance_allowed(b: CooperativeRun) -> Path:
 def d3_commit_back_allowed(b: CooperativeRun) -> Path:
     """m1's commits of t-2 go out of order (50 at 11.2 s, then 45 at 11.35 s); m2 takes t-2 over
     and reads 45-49 again, from the last commit: allowed by D3/rebalance (D2 fails)."""
-    _healthy_until_steady(b)
+    b.through_steady()
     b.commit("m1", 11350, 2, [(T, 2, 45)])          # out of order: the broker's last commit of t-2 is 45
     b.consumed("m2", 13900, T, 2, 45, 49)           # m2 resumes from it: at-least-once, not below it
     return b.teardown()
@@ -102,7 +93,7 @@ def d3_commit_back_allowed(b: CooperativeRun) -> Path:
                      "it acquired the partition"]))
 def d3_below_commit(b: CooperativeRun) -> Path:
     """m2 takes t-2 over and reads 40-49 again, below the 50 m1 committed before."""
-    _healthy_until_steady(b)
+    b.through_steady()
     b.consumed("m2", 13900, T, 2, 40, 49)
     return b.teardown()
 
@@ -111,7 +102,7 @@ def d3_below_commit(b: CooperativeRun) -> Path:
 def d3_resumed_allowed(b: CooperativeRun) -> Path:
     """m2 is paused at 20 s; m1 reads t-2 90-99 at 35 s; m2 is resumed at 40 s and reads them again
     at once, its history's whole millisecond just before the heal's: counted, allowed."""
-    _healthy_until_steady(b)
+    b.through_steady()
     b.fault(20000, "pause", "m2")
     b.consumed("m1", 35000, T, 2, 90, 99)
     b.consumed("m2", 40000, T, 2, 90, 99)

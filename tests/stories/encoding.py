@@ -129,12 +129,7 @@ def e5_slack_allowed(b: CooperativeRun) -> Path:
     """m2 rejoins for generation 4 at 12.65 s, 45 ms after its SyncGroup response gave it t-2, t-3,
     and declares them: its history records them assigned 50 ms later (12.7 s). Allowed by
     E5/clock-slack."""
-    b.opening()
-    b.generation_2()
-    b.sync_2()
-    b.m1_commits_2()
-    b.follow_up()
-    b.steady()
+    b.through_steady()
     b.join(4, 12650, "m1", {"m1": b.subscription("m1", owned=ALL4[:2], generation=3),
                             "m2": b.subscription("m2", owned=ALL4[2:], generation=3)})
     b.sync(4, 12750, "m1", FINAL)

@@ -60,12 +60,7 @@ def r2_allowed(b: CooperativeRun) -> Path:
 def r2_unhealed_allowed(b: CooperativeRun) -> Path:
     """m1 is paused at 20 s and never resumed (the run was interrupted: nobody stops, the manifest
     says incomplete); m2 records t-0 assigned at 40 s while m1 still owns it: allowed."""
-    b.opening()
-    b.generation_2()
-    b.sync_2()
-    b.m1_commits_2()
-    b.follow_up()
-    b.steady()
+    b.through_steady()
     b.fault(20000, "pause", "m1")
     b.assigned("m2", 40000, [(T, 0)])
     return b.write(END, complete=False)
@@ -75,12 +70,7 @@ def r2_unhealed_allowed(b: CooperativeRun) -> Path:
 def r2_outlives_window(b: CooperativeRun) -> Path:
     """m1 is paused for 100 ms (20 s); m2 records t-0 assigned at 20.5 s and m1 keeps it until the
     end: the overlap outlives the pause's window."""
-    b.opening()
-    b.generation_2()
-    b.sync_2()
-    b.m1_commits_2()
-    b.follow_up()
-    b.steady()
+    b.through_steady()
     b.fault(20000, "pause", "m1")
     b.fault(20100, "resume", "m1", phase="heal")
     b.assigned("m2", 20500, [(T, 0)])
@@ -203,12 +193,7 @@ def r4(b: CooperativeRun) -> Path:
 def r4_broker_allowed(b: CooperativeRun) -> Path:
     """A broker restart at 14.5 s cuts m1's session: it revokes t-0, t-1 (Sarama-style) and gets
     them back in generation 4 at 50 s, past the 30 s revoke bound: allowed by R4/fault-window."""
-    b.opening()
-    b.generation_2()
-    b.sync_2()
-    b.m1_commits_2()
-    b.follow_up()
-    b.steady()
+    b.through_steady()
     b.fault(14500, "broker-restart", "broker")
     b.fault(14600, "broker-restart", "broker", phase="heal")
     b.revoked("m1", 14550, ALL4[:2])
