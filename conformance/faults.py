@@ -105,11 +105,15 @@ class Backend(Protocol):
     ``handle`` is the backend's handle of a member's current incarnation (what it launched).
     Every method returns once the primitive is in force (a killed member has exited, a paused one
     is frozen, a disabled path refuses connections); a toxic's name is what ``remove_toxic`` takes.
+    ``hold_member`` runs before a kill is logged: it keeps the member from doing anything more, so
+    that nothing in its history follows the log's ``kill`` line (a no-op where the kill itself acts
+    the moment it is sent).
     """
 
     name: str
 
     def terminate_member(self, member: str, handle: Any) -> None: ...
+    def hold_member(self, member: str, handle: Any) -> None: ...
     def kill_member(self, member: str, handle: Any) -> None: ...
     def pause_member(self, member: str, handle: Any) -> None: ...
     def resume_member(self, member: str, handle: Any) -> None: ...
@@ -119,6 +123,8 @@ class Backend(Protocol):
     def remove_toxic(self, member: str, toxic_name: str) -> None: ...
     def restart_broker(self, kill: bool) -> None: ...
     def add_partitions(self, topic: str, total: int) -> None: ...
+    def disconnect_member(self, member: str, handle: Any) -> None: ...
+    def connect_member(self, member: str, handle: Any) -> None: ...
 
 
 class Run(Protocol):
@@ -147,7 +153,8 @@ class Fault:
     against ``topics``, each declared topic's partition count at that line of the file, which it
     may update); it raises ``ValueError`` with the message after ``file:line:``.
     ``settle_each``: with target ``each``, the runner waits for the group to settle after acting
-    on each member."""
+    on each member. ``backends``: the backends that have it (a scenario that states a fault its
+    cell's backend lacks is refused before anything starts)."""
 
     verb: str
     summary: str
@@ -159,6 +166,7 @@ class Fault:
     lines: tuple[Line, ...] = ()
     chaos: tuple[ChaosPick, ...] = ()
     settle_each: bool = False
+    backends: tuple[str, ...] = ("processes", "docker")
 
     @property
     def looks_dead(self) -> bool:
@@ -227,6 +235,15 @@ def _cut(run: Run, slot: Any, args: dict[str, Any]) -> bool:
     run.nemesis.cut(slot.name)
     time.sleep(args["for"] / 1000)
     run.nemesis.uncut(slot.name)
+    return True
+
+
+def _disconnect(run: Run, slot: Any, args: dict[str, Any]) -> bool:
+    if not slot.running:
+        return False
+    run.nemesis.disconnect(slot.name, slot.proc)
+    time.sleep(args["for"] / 1000)
+    run.nemesis.connect(slot.name, slot.proc)
     return True
 
 
@@ -308,6 +325,10 @@ FAULTS: dict[str, Fault] = {f.verb: f for f in (
           lines=(Line("proxy-disable", looks_dead="yes", healed_by="proxy-enable"), Line("proxy-enable")),
           chaos=(ChaosPick("cut", 2, 4, lambda rng, session: {
               "for": rng.choice([2000, session + 3000])}),)),
+    Fault("disconnect", "the member's container off the run's network for=DUR, then back (docker)", "member",
+          _disconnect, keys={"for": positive_duration_ms}, required=("for",),
+          lines=(Line("net-disconnect", looks_dead="yes", healed_by="net-connect"), Line("net-connect")),
+          backends=("docker",)),
     Fault("add-partitions", "grow a topic to total=N partitions (permanent)", "topic", _add_partitions,
           keys={"total": int_in("add-partitions total")}, required=("total",), check=_check_add_partitions,
           lines=(Line("add-partitions"),)),
@@ -340,6 +361,11 @@ HEALED_BY_NEXT_LINE: tuple[str, ...] = tuple(n for n in DEAD_LOOKING if LOG_LINE
 STOP_LINES: tuple[str, ...] = tuple(n for n, line in LOG_LINES.items() if line.stops)
 #: Lines that open a span where a member may look dead or be dead (dead-looking, or its target dies).
 WINDOW_LINES: tuple[str, ...] = tuple(n for n, line in LOG_LINES.items() if line.looks_dead != "no" or line.dies)
+def unsupported(verbs: Any, backend: str) -> list[str]:
+    """The fault verbs among ``verbs`` that ``backend`` does not have, each once, in order."""
+    return [v for v in dict.fromkeys(verbs) if v in FAULTS and backend not in FAULTS[v].backends]
+
+
 #: Every chaos pick, in the order of the seeded draw, with the verb it injects.
 CHAOS_PICKS: tuple[tuple[ChaosPick, str], ...] = tuple(sorted(
     ((pick, f.verb) for f in FAULTS.values() for pick in f.chaos), key=lambda pv: pv[0].rank))

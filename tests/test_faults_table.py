@@ -65,13 +65,28 @@ def test_log_vocabulary_heals_and_windows_come_from_the_table() -> None:
     assert mutate._WINDOW_FAULTS is faults.WINDOW_LINES
     from conformance.pipeline.checks import leadership
     assert leadership._STOPS is faults.STOP_LINES and faults.STOP_LINES == ("terminate", "kill")
-    assert set(faults.DEAD_LOOKING) == {"pause", "proxy-disable", "toxic-add", "broker-restart", "broker-kill"}
-    assert faults.HEAL_OF == {"pause": "resume", "proxy-disable": "proxy-enable", "toxic-add": "toxic-remove"}
+    assert set(faults.DEAD_LOOKING) == {"pause", "proxy-disable", "toxic-add", "broker-restart", "broker-kill",
+                                        "net-disconnect"}
+    assert faults.HEAL_OF == {"pause": "resume", "proxy-disable": "proxy-enable", "toxic-add": "toxic-remove",
+                              "net-disconnect": "net-connect"}
     assert set(faults.WINDOW_LINES) == set(faults.DEAD_LOOKING) | {"kill"}
     for name, line in faults.LOG_LINES.items():
         assert line.healed_by in (None, faults.NEXT_LINE) or line.healed_by in faults.LOG_LINES, name
     looks_dead = {f.verb for f in faults.FAULTS.values() if f.looks_dead}
-    assert looks_dead == {"pause", "broker-restart", "toxic", "cut"}
+    assert looks_dead == {"pause", "broker-restart", "toxic", "cut", "disconnect"}
+
+
+def test_each_backend_has_the_faults_the_table_gives_it() -> None:
+    from conformance.cluster.backend import ProcessesBackend
+    from conformance.containers.backend import DockerBackend
+
+    assert faults.unsupported(["kill", "disconnect", "start", "disconnect", "cut"], "processes") == ["disconnect"]
+    assert faults.unsupported(list(faults.FAULTS), "docker") == []
+    primitives = [m for m in vars(faults.Backend) if not m.startswith("_")]
+    for backend in (ProcessesBackend, DockerBackend):
+        assert all(callable(getattr(backend, m, None)) for m in primitives), backend
+    # No chaos pick injects a fault that only some backends have: one seed, one schedule, everywhere.
+    assert all(faults.FAULTS[verb].backends == ("processes", "docker") for _, verb in faults.CHAOS_PICKS)
 
 
 def test_no_other_module_names_a_faults_log_line() -> None:
@@ -158,19 +173,24 @@ def test_the_nemesis_logs_the_tables_lines_and_heals_in_teardown(tmp_path: Path)
     nem.add_toxic("m0", Toxic(type="latency", attributes={"latency": 300}))
     nem.broker_restart(kill=True)
     nem.add_partitions("orders", 6)
-    nem.heal_all()  # resumes m1, re-enables m2's path, removes the toxic
+    nem.disconnect("m1", object())
+    nem.heal_all()  # resumes m1, re-enables m2's path, removes the toxic, reconnects m1
     log.close()
     lines = [json.loads(x) for x in (tmp_path / "nemesis.jsonl").read_text().splitlines()]
     assert [(x["fault"], x["target"], x["phase"]) for x in lines] == [
         ("kill", "m0", "invoke"), ("pause", "m1", "invoke"), ("proxy-disable", "m2", "invoke"),
         ("toxic-add", "m0", "invoke"), ("broker-kill", "broker", "invoke"), ("broker-kill", "broker", "heal"),
         ("add-partitions", "broker", "invoke"),
-        ("resume", "m1", "heal"), ("proxy-enable", "m2", "heal"), ("toxic-remove", "m0", "heal")]
+        ("net-disconnect", "m1", "invoke"),
+        ("resume", "m1", "heal"), ("proxy-enable", "m2", "heal"), ("toxic-remove", "m0", "heal"),
+        ("net-connect", "m1", "heal")]
     assert [sorted(x) for x in lines] == [["details", "fault", "phase", "target", "ts"]] * len(lines)
     assert lines[3]["details"] == {"type": "latency", "stream": "downstream", "attributes": {"latency": 300},
                                    "toxic": "latency_downstream_1"}
     assert lines[6]["details"] == {"topic": "orders", "total": 6}
     assert backend.calls == [
-        ("kill_member", "m0", "object"), ("pause_member", "m1", "object"), ("disable_path", "m2"),
+        ("hold_member", "m0", "object"), ("kill_member", "m0", "object"), ("pause_member", "m1", "object"), ("disable_path", "m2"),
         ("add_toxic", "m0", "Toxic"), ("restart_broker", True), ("add_partitions", "orders", 6),
-        ("resume_member", "m1", "object"), ("enable_path", "m2"), ("remove_toxic", "m0", "latency_downstream_1")]
+        ("disconnect_member", "m1", "object"),
+        ("resume_member", "m1", "object"), ("enable_path", "m2"), ("remove_toxic", "m0", "latency_downstream_1"),
+        ("connect_member", "m1", "object")]

@@ -5,6 +5,8 @@ A member's handle is its :class:`conformance.members.launch.MemberProcess`. A ki
 the member's process group, a graceful stop SIGTERM (SIGKILL after the grace period), a pause
 SIGSTOP and a resume SIGCONT (:mod:`conformance.cluster.supervisor`); a path cut disables the
 member's toxiproxy proxy, toxics go on that proxy, and the broker restarts as a local process.
+A container network cut does not exist here (:data:`conformance.faults.FAULTS` says which backends
+have each fault, and a scenario that needs another backend's fault is refused before it starts).
 Each method returns once the primitive is in force (the supervisor waits for an exit; toxiproxy
 answers its API call after applying it).
 """
@@ -15,6 +17,7 @@ from typing import Any
 
 from conformance.cluster.cluster import Cluster
 from conformance.cluster.toxiproxy import Toxic
+from conformance.errors import SuiteError
 
 
 class ProcessesBackend:
@@ -27,6 +30,9 @@ class ProcessesBackend:
 
     def terminate_member(self, member: str, handle: Any) -> None:
         handle.terminate()
+
+    def hold_member(self, member: str, handle: Any) -> None:
+        """Nothing: SIGKILL acts the moment it is sent, so nothing follows the kill's log line."""
 
     def kill_member(self, member: str, handle: Any) -> None:
         handle.kill()
@@ -54,3 +60,9 @@ class ProcessesBackend:
 
     def add_partitions(self, topic: str, total: int) -> None:
         self.cluster.add_partitions(topic, total)
+
+    def disconnect_member(self, member: str, handle: Any) -> None:
+        raise SuiteError("a container network cut needs the docker backend (refused before the run starts)")
+
+    def connect_member(self, member: str, handle: Any) -> None:
+        raise SuiteError("a container network cut needs the docker backend (refused before the run starts)")

@@ -206,36 +206,38 @@ class WireTap:
     def _call(self, coro: Any, timeout: float = 10.0) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
-    def listen(self, slot: int, port: int, upstream_port: int) -> None:
-        """Listen on 127.0.0.1:``port`` for slot ``slot``, relaying to 127.0.0.1:``upstream_port``.
+    def listen(self, slot: int, port: int, upstream_port: int, *, host: str = config.HOST,
+               upstream_host: str = config.HOST) -> None:
+        """Listen on ``host``:``port`` for slot ``slot``, relaying to ``upstream_host``:``upstream_port``
+        (both 127.0.0.1 unless given: the container backend listens on its run network's gateway).
 
         Raises OSError if the port cannot be bound (the caller picks another).
         """
         self.start()
-        self._call(self._listen(slot, port, upstream_port))
+        self._call(self._listen(slot, port, upstream_port, host, upstream_host))
 
-    async def _listen(self, slot: int, port: int, upstream_port: int) -> None:
+    async def _listen(self, slot: int, port: int, upstream_port: int, host: str, upstream_host: str) -> None:
         async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             task = asyncio.current_task()
             if task is not None:
                 self._tasks.add(task)
             try:
-                await self._relay(slot, upstream_port, reader, writer)
+                await self._relay(slot, upstream_host, upstream_port, reader, writer)
             except asyncio.CancelledError:
                 pass  # tap stopping: the relay's pipes have closed both sockets
             finally:
                 if task is not None:
                     self._tasks.discard(task)
 
-        server = await asyncio.start_server(handle, config.HOST, port, reuse_address=True, limit=_CHUNK)
+        server = await asyncio.start_server(handle, host, port, reuse_address=True, limit=_CHUNK)
         self._servers[slot] = server
 
-    async def _relay(self, slot: int, upstream_port: int, client_r: asyncio.StreamReader,
+    async def _relay(self, slot: int, upstream_host: str, upstream_port: int, client_r: asyncio.StreamReader,
                      client_w: asyncio.StreamWriter) -> None:
         self._connections += 1
         conn = _Connection(self, slot, self._connections)
         try:
-            up_r, up_w = await asyncio.open_connection(config.HOST, upstream_port, limit=_CHUNK)
+            up_r, up_w = await asyncio.open_connection(upstream_host, upstream_port, limit=_CHUNK)
         except OSError:
             client_w.close()
             return

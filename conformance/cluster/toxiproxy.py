@@ -80,10 +80,11 @@ class Toxic:
 
 
 class ToxiproxyClient:
-    """The toxiproxy HTTP API at ``http://127.0.0.1:<port>``."""
+    """The toxiproxy HTTP API at ``http://<host>:<port>`` (127.0.0.1 unless given: the container
+    backend's toxiproxy answers at its address on the run's network)."""
 
-    def __init__(self, port: int, timeout: float = 10.0) -> None:
-        self.base = f"http://{config.HOST}:{port}"
+    def __init__(self, port: int, timeout: float = 10.0, host: str = config.HOST) -> None:
+        self.base = f"http://{host}:{port}"
         self.timeout = timeout
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:

@@ -83,6 +83,7 @@ class Nemesis:
         self.backend.terminate_member(name, proc)
 
     def kill(self, name: str, proc: Any) -> None:
+        self.backend.hold_member(name, proc)   # nothing of the member after the line (see Backend)
         self._invoke("kill", name)
         self.backend.kill_member(name, proc)
 
@@ -104,6 +105,16 @@ class Nemesis:
     def uncut(self, name: str) -> None:
         self.backend.enable_path(name)
         self._healed("proxy-enable", name)
+
+    def disconnect(self, name: str, proc: Any) -> None:
+        """Take ``name``'s container off the run's network (a container-level cut)."""
+        self._invoke("net-disconnect", name)
+        self.backend.disconnect_member(name, proc)
+        self._heals[("net-disconnect", name)] = lambda: self.connect(name, proc)
+
+    def connect(self, name: str, proc: Any) -> None:
+        self.backend.connect_member(name, proc)
+        self._healed("net-connect", name)
 
     def add_toxic(self, name: str, toxic: Toxic) -> str:
         toxic_name = self.backend.add_toxic(name, toxic)

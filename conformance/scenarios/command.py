@@ -6,7 +6,8 @@ install): the broker version, the member specs and their versions
 :func:`conformance.scenarios.parse.check_targets`; its start strategies:
 :func:`conformance.scenarios.mixing.plan_mix`), ``--spark-master``
 (:mod:`conformance.spark_master`) and the runs directory, which is created. A mistake is one
-line on stderr and exit 2.
+line on stderr and exit 2. With ``--backend docker`` a Docker engine must answer and every fault
+of the scenario must exist on that backend (checked the same way, before anything starts).
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ import argparse
 import json
 import random
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
 from conformance import config
 from conformance.errors import UsageError, one_line
+from conformance.faults import FAULTS, unsupported
 from conformance.members.kinds import feature_since, has_feature
 from conformance.members.spec import MemberSpec, parse_specs
 from conformance.members.versions import check_specs
@@ -29,7 +32,7 @@ from conformance.scenarios.matrix import MatrixInterrupted, build_cells, run_mat
 from conformance.scenarios.mixing import plan_mix
 from conformance.scenarios.model import Scenario
 from conformance.scenarios.parse import check_targets, load_scenario
-from conformance.scenarios.runner import Cell
+from conformance.scenarios.runner import BACKENDS, Cell
 from conformance.spark_master import FORMS, check_spark_master
 
 
@@ -61,6 +64,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help=f"where the run directory goes (created if missing; default {config.RUNS_DIR})")
     p.add_argument("--spark-master", default=None, metavar="URL",
                    help=f"Spark master URL for judging (default {config.SPARK_MASTER}): {FORMS}")
+    p.add_argument("--backend", choices=BACKENDS, default="processes",
+                   help="run broker, toxiproxy and members as local processes (default) or as containers "
+                        "on a Docker engine")
     p.set_defaults(func=run)
 
     r = subparsers.add_parser("reproduce", help="run a run directory's scenario, mix, broker and seed again")
@@ -72,6 +78,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.set_defaults(func=reproduce)
 
 
+def check_backend(cell: Cell) -> None:
+    """UsageError (one line) unless every fault of ``cell``'s scenario exists on the cell's backend
+    (each fault's ``backends`` in :data:`conformance.faults.FAULTS`)."""
+    missing = unsupported((a.verb for p in cell.scenario.phases for a in p.actions), cell.backend)
+    if missing:
+        where = next(a.source for p in cell.scenario.phases for a in p.actions if a.verb == missing[0])
+        needs = " or ".join(f"--backend {b}" for b in FAULTS[missing[0]].backends)
+        raise UsageError(f"{where}: {missing[0]} needs {needs}; this run's backend is {cell.backend}")
+
+
+def check_engine() -> None:
+    """UsageError (one line) unless a Docker engine answers (nothing is installed or started here)."""
+    from conformance.containers.engine import engine
+
+    if engine() is None:
+        raise UsageError("--backend docker: no Docker engine answers (DOCKER_HOST, else /var/run/docker.sock); "
+                         "start one, or let 'conformance setup --backend docker' install and start it, "
+                         "or run with --backend processes")
+
+
 def check_cell(cell: Cell) -> None:
     """UsageError (one line) unless ``cell``'s scenario can run on its mix: every target exists
     (:func:`~conformance.scenarios.parse.check_targets`), every member has the features the
@@ -79,6 +105,7 @@ def check_cell(cell: Cell) -> None:
     the members form a group (:func:`~conformance.scenarios.mixing.plan_mix`, which also knows who
     lacks cooperative rebalancing or an assignor). Offline: versions are :func:`preflight`'s."""
     check_targets(cell.scenario, [s.kind for s in cell.specs])
+    check_backend(cell)
     if cell.scenario.static_members:
         for spec in cell.specs:
             if not has_feature(spec.kind, spec.version, "static-membership"):
@@ -100,6 +127,8 @@ def preflight(cells: list[Cell], runs_dir: Path | None, spark_master: str | None
     for cell in cells:
         check_cell(cell)
     check_specs(s for cell in cells for s in cell.specs)
+    if any(cell.backend == "docker" for cell in cells):
+        check_engine()
     ready_dir(Path(runs_dir or config.RUNS_DIR), "runs directory")
 
 
@@ -140,7 +169,7 @@ def _plan_cells(args: argparse.Namespace) -> tuple[list[Cell], str]:
 def run(args: argparse.Namespace) -> int:
     if args.plan is not None:
         cells, label = _plan_cells(args)
-        return _run(cells, args.runs_dir, args.spark_master, label=label)
+        return _run([replace(c, backend=args.backend) for c in cells], args.runs_dir, args.spark_master, label=label)
     if args.shard is not None:
         raise UsageError("--shard needs --plan: a shard is part of a plan file (conformance plan)")
     args.broker = config.DEFAULT_BROKER if args.broker is None else args.broker
@@ -150,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
     notices: list[str] = []
     cells = build_cells(args.scenario or list(config.DEFAULT_SCENARIOS), specs, args.broker, seed, notice=notices.append)
-    return _run(cells, args.runs_dir, args.spark_master, notices=notices)
+    return _run([replace(c, backend=args.backend) for c in cells], args.runs_dir, args.spark_master, notices=notices)
 
 
 def _manifest_scenario(data: dict[str, Any], where: Path) -> Scenario:
@@ -204,7 +233,10 @@ def cells_from_manifests(path: Path) -> list[Cell]:
             broker, seed = data["broker_version"], data["seed"]
             if not isinstance(broker, str) or not isinstance(seed, int) or isinstance(seed, bool):
                 raise TypeError("'broker_version' must be a string and 'seed' an integer")
-            cells.append(Cell(scenario, specs, broker, seed))
+            backend = data.get("backend", "processes")
+            if backend not in BACKENDS:
+                raise ValueError(f"'backend' must be one of {', '.join(BACKENDS)}, not {backend!r}")
+            cells.append(Cell(scenario, specs, broker, seed, backend))
         except KeyError as exc:
             raise UsageError(f"{m}: not a usable manifest: it has no {exc.args[0]!r} field") from None
         except (TypeError, ValueError) as exc:

@@ -39,6 +39,8 @@ the mix):
                        ``stream=upstream|downstream``, toxic attributes as
                        further ``key=INT`` pairs (``latency=500 jitter=50``)
 ``cut TARGET``         toxiproxy proxy down for ``for=DUR``, then up
+``disconnect TARGET``  the member's container off the run's network for
+                       ``for=DUR``, then back (``--backend docker`` only)
 ``add-partitions T``   grow topic T to ``total=N``
 ``bounce-strategies``  rolling graceful restart with ``to=LIST`` strategies
                        (members that cannot move alone restart together:

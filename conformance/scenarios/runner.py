@@ -22,6 +22,10 @@ histories, wire capture, nemesis log, logs). Guarantees:
   or abort) is noted once per incarnation, when the runner next acts on it:
   a note in ``notes`` (``exited``, ``code``) and a line in the member's log.
   The runner then starts it again only where the scenario says so.
+- The cell runs on its backend (``Cell.backend``, one of :data:`BACKENDS`) with the same
+  scenario, member specs, histories, wire capture, nemesis log and run directory; the
+  manifest's ``backend`` names it, and its reproduce command says ``--backend`` unless it is
+  ``processes``.
 - ``last_fault_ts`` is the last fault before the scenario's end (``end_ts``);
   the stops of teardown are logged in the nemesis log but are not faults of
   the scenario.
@@ -39,7 +43,7 @@ from typing import Any, Callable
 from conformance import __version__, config
 from conformance.cluster.supervisor import Supervisor, describe_exit
 from conformance.errors import SuiteError
-from conformance.faults import FAULTS
+from conformance.faults import FAULTS, Backend
 from conformance.history import now_ms
 from conformance.members.harness_config import HarnessConfig
 from conformance.members.kinds import library_version
@@ -52,6 +56,10 @@ from conformance.scenarios.observe import GroupObserver
 from conformance.scenarios.schedule import Schedule
 
 Progress = Callable[[str], None]
+#: How a cell can run: members, broker and toxiproxy as local processes, or as containers of the
+#: suite's images on a Docker engine (:mod:`conformance.containers.cluster`). The manifest's
+#: ``backend`` says which ran it.
+BACKENDS: tuple[str, ...] = ("processes", "docker")
 
 
 @dataclass(frozen=True)
@@ -60,6 +68,7 @@ class Cell:
     specs: tuple[MemberSpec, ...]
     broker: str
     seed: int
+    backend: str = "processes"   # how the cell runs: one of BACKENDS
 
     @property
     def cell_id(self) -> str:
@@ -136,6 +145,7 @@ class CellRun:
                          **{s.spec.kind: s.spec.version for s in self.slots}},
             "command": reproduce_command(self.cell),
             "notes": self.notes,
+            "backend": self.cell.backend,
             "complete": complete,
             "cut_short": None if complete else self.cut_short,
         }
@@ -166,9 +176,6 @@ class CellRun:
 
     # ------------------------------------------------------------------ run
     def execute(self) -> RunDir:
-        from conformance.cluster import Cluster
-        from conformance.cluster.backend import ProcessesBackend
-
         sc = self.cell.scenario
         self.group_id = f"conformance-{sc.name}-{self.cell.seed}"
         self.partitions: dict[str, int] = dict(sc.topics)
@@ -178,15 +185,15 @@ class CellRun:
         self.observer: GroupObserver | None = None
         self.schedule = Schedule(self.cell.seed)
         self._ensure_clients()
+        self._ensure_images()
         self.start_ts = now_ms()
         self.end_ts: float | None = None
         self.last_fault_ts: float | None = None
         log = NemesisLog(self.run_dir.nemesis)
         self.progress("starting broker and toxiproxy")
-        with Supervisor(self.run_dir.logs) as sup, \
-                Cluster(self.run_dir, self.cell.broker, sup, slots=len(self.cell.specs)) as cluster:
+        with Supervisor(self.run_dir.logs) as sup, self._cluster(sup) as cluster:
             self.sup, self.cluster = sup, cluster
-            self.nemesis = Nemesis(log, ProcessesBackend(cluster))
+            self.nemesis = Nemesis(log, self._fault_backend(cluster))
             for topic, parts in self.partitions.items():
                 cluster.create_topic(topic, parts)
             self._make_slots(cluster.bootstrap_for)
@@ -215,6 +222,39 @@ class CellRun:
                 self._write_manifest(complete=finished)
                 log.close()
         return self.run_dir
+
+    def _cluster(self, sup: Supervisor) -> Any:
+        """The cell's cluster on its backend (not started): local processes, or containers."""
+        slots = len(self.cell.specs)
+        if self.cell.backend == "docker":
+            from conformance.containers.cluster import DockerCluster
+            return DockerCluster(self.run_dir, self.cell.broker, sup, slots, self._images)
+        from conformance.cluster import Cluster
+        return Cluster(self.run_dir, self.cell.broker, sup, slots=slots)
+
+    def _fault_backend(self, cluster: Any) -> Backend:
+        """The primitives of the table of faults on ``cluster``'s backend."""
+        if self.cell.backend == "docker":
+            from conformance.containers.backend import DockerBackend
+            return DockerBackend(cluster)
+        from conformance.cluster.backend import ProcessesBackend
+        return ProcessesBackend(cluster)
+
+    def _ensure_images(self) -> None:
+        """On the docker backend: the broker and toxiproxy in the cache, then every image the cell
+        needs (:func:`conformance.containers.images.ensure_images`, idempotent)."""
+        self._images: dict[str, str] = {}
+        if self.cell.backend != "docker":
+            return
+        from conformance.cluster.install import ensure_broker, ensure_toxiproxy
+        from conformance.containers.images import ensure_images
+
+        started = time.monotonic()
+        ensure_broker(self.cell.broker)
+        ensure_toxiproxy()
+        self._images = ensure_images([self.cell.broker], list(self.cell.specs))
+        if time.monotonic() - started > 1.0:
+            self.progress(f"images ready in {time.monotonic() - started:.1f}s")
 
     def _ensure_clients(self) -> None:
         """Install every member's client at its version unless it already is (see the module docstring)."""
@@ -259,7 +299,10 @@ class CellRun:
             return
         self._note_unasked_exit(slot)
         def start() -> None:
-            slot.proc = launch_member(slot.spec, slot.config, self.run_dir, self.sup)
+            if self.cell.backend == "docker":
+                slot.proc = self.cluster.launch_member(slot.spec, slot.config, self.run_dir)
+            else:
+                slot.proc = launch_member(slot.spec, slot.config, self.run_dir, self.sup)
             slot.paused = False
             slot.proc.wait_ready(config.MEMBER_READY_TIMEOUT_S)
         self.nemesis.start(slot.name, start, strategies=slot.config.assignment_strategies,
@@ -470,5 +513,6 @@ def reproduce_command(cell: Cell) -> str:
 
     sc = cell.scenario
     scenario = sc.name if sc.source is None or is_builtin(sc.name, sc.source) else str(sc.source.absolute())
+    backend = ["--backend", cell.backend] if cell.backend != "processes" else []
     return shlex.join(["conformance", "run", "--scenario", scenario, "--clients", ",".join(str(s) for s in cell.specs),
-                       "--broker", cell.broker, "--seed", str(cell.seed)])
+                       "--broker", cell.broker, "--seed", str(cell.seed), *backend])

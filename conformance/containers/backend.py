@@ -1,0 +1,75 @@
+"""The container backend: the primitives of the table of faults (:class:`conformance.faults.Backend`)
+on a run's containers (:class:`conformance.containers.cluster.DockerCluster`).
+
+A member's handle is its :class:`conformance.members.launch.MemberProcess`, whose incarnation is a
+:class:`conformance.containers.members.ManagedContainer`. A kill is ``docker kill -s KILL`` (of the container frozen first by
+``docker pause``, so that it writes nothing after the log's ``kill`` line), a
+graceful stop ``docker stop`` (SIGTERM, SIGKILL after the grace period), a pause ``docker pause``
+and a resume ``docker unpause``; a path cut disables the member's proxy in the toxiproxy container
+and toxics go on that proxy, as on the processes path; the broker restarts as its container
+(``docker restart``, or ``docker kill -s KILL`` and ``docker start``). Beside toxiproxy's cut,
+this backend has a container-level cut: ``disconnect_member`` takes the member's container off
+the run's network (``docker network disconnect``) and ``connect_member`` puts it back at its
+fixed address. Each method returns once the primitive is in force.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.cluster.toxiproxy import Toxic
+from conformance.containers.cluster import DockerCluster
+
+
+class DockerBackend:
+    """The fault primitives of a run on containers (``cluster`` is its running :class:`DockerCluster`)."""
+
+    name = "docker"
+
+    def __init__(self, cluster: DockerCluster) -> None:
+        self.cluster = cluster
+
+    def terminate_member(self, member: str, handle: Any) -> None:
+        handle.terminate()
+
+    def hold_member(self, member: str, handle: Any) -> None:
+        """``docker pause`` before a kill is logged: ``docker kill`` is an API call that takes its
+        time (seen: 170 ms under load), in which the member would still write to its history after
+        the log's ``kill`` line; frozen, it writes nothing more, as with SIGKILL on the processes path.
+        ``docker kill -s KILL`` kills a paused container."""
+        handle.pause()
+
+    def kill_member(self, member: str, handle: Any) -> None:
+        handle.kill()
+
+    def pause_member(self, member: str, handle: Any) -> None:
+        handle.pause()
+
+    def resume_member(self, member: str, handle: Any) -> None:
+        handle.resume()
+
+    def disable_path(self, member: str) -> None:
+        self.cluster.proxy(member).disable()
+
+    def enable_path(self, member: str) -> None:
+        self.cluster.proxy(member).enable()
+
+    def add_toxic(self, member: str, toxic: Toxic) -> str:
+        return self.cluster.proxy(member).add_toxic(toxic)
+
+    def remove_toxic(self, member: str, toxic_name: str) -> None:
+        self.cluster.proxy(member).remove_toxic(toxic_name)
+
+    def restart_broker(self, kill: bool) -> None:
+        assert self.cluster.broker is not None
+        self.cluster.broker.restart(kill=kill)
+
+    def add_partitions(self, topic: str, total: int) -> None:
+        self.cluster.add_partitions(topic, total)
+
+    def disconnect_member(self, member: str, handle: Any) -> None:
+        self.cluster.network.disconnect(self.cluster.member_container(member))
+
+    def connect_member(self, member: str, handle: Any) -> None:
+        assert self.cluster.spawner is not None
+        self.cluster.network.connect(self.cluster.member_container(member), self.cluster.spawner.host_of(member))
