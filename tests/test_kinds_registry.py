@@ -103,3 +103,19 @@ def test_the_golden_script_and_the_readme_follow_the_registry() -> None:
     assert proc.stderr.strip().endswith(f"(kinds with one: {' '.join(golden)})")
     readme = (config.REPO_ROOT / "README.md").read_text(encoding="utf-8")
     assert markdown_table() in readme, "README's table of kinds differs from the registry: paste markdown_table()"
+
+
+def test_known_issues_are_each_kinds_rows() -> None:
+    from conformance.members import known_issues
+
+    assert known_issues.table() == tuple(row for kind in KIND_MODULES
+                                         for row in getattr(kind_module(kind), "KNOWN_ISSUES", ()))
+    assert all(row.kind == kind for kind in KIND_MODULES for row in getattr(kind_module(kind), "KNOWN_ISSUES", ()))
+    # Sarama before 1.31 cannot decode a v1+ subscription as leader; the evidence of a real
+    # sarama@1.30.0 + java@2.4.1 cell (L1, leader-rotation), and nothing broader, is excused.
+    evidence = {"faults": [], "leader_errors": ["consume: kafka: error decoding packet: invalid length"],
+                "leader_id": "m0-sarama-58a907f4"}
+    found = known_issues.match("L1", ["sarama@1.30.0"], evidence)
+    assert found is not None and "issue 1808" in found.reference
+    assert known_issues.match("L1", ["sarama@1.31.0"], evidence) is None
+    assert known_issues.match("L1", ["sarama@1.30.0"], dict(evidence, leader_errors=["consume: EOF"])) is None

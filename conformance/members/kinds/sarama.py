@@ -108,6 +108,12 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
     KnownIssue("sarama", None, "1.43.3", "D2", "IBM/sarama PR 2947",
                "two OffsetCommit requests of one member can go out of order, so the broker accepts an offset "
                "below one it accepted a few milliseconds earlier"),
+    # Before 1.31.0 ConsumerGroupMemberMetadata.decode reads Version, Topics and UserData only, and
+    # Sarama's decoder refuses the bytes left over: a v1+ subscription's OwnedPartitions (Java 2.4+).
+    KnownIssue("sarama", None, "1.31.0", "L1", "IBM/sarama issue 1808 (OwnedPartitions decoded from 1.31.0)",
+               "as leader it cannot decode a member's subscription of version 1 or later (the OwnedPartitions "
+               "after UserData: 'error decoding packet: invalid length'), so it sends no assignments",
+               evidence=(("leader_errors", ["consume: kafka: error decoding packet: invalid length"]),)),
 )
 
 FIRST_COOPERATIVE_STRATEGY = (1, 60, 0)
