@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from conformance import config
+from conformance import config, wirelog
 from conformance.faults import WINDOW_LINES
 from conformance.protocol import (Assignment, DecodeError, Subscription, TopicPartitions, decode_assignment,
                                   decode_subscription, encode_assignment, encode_subscription)
@@ -213,15 +213,10 @@ class RunEdit:
                 and not f.get("undecodable")]
 
     def response_of(self, i: int) -> int | None:
-        """The index of the response to request frame ``i`` (same member, connection, correlation id)."""
-        req = self.wire[i]
-        for j in range(i + 1, len(self.wire)):
-            f = self.wire[j]
-            if (f.get("direction") == "response" and f.get("member") == req.get("member")
-                    and f.get("correlation_id") == req.get("correlation_id") and f.get("api") == req.get("api")
-                    and f.get("connection") == req.get("connection")):
-                return j
-        return None
+        """The index of the response to request frame ``i`` (:func:`conformance.wirelog.pair_key`)."""
+        key = wirelog.pair_key(self.wire[i])
+        return next((j for j in range(i + 1, len(self.wire))
+                     if self.wire[j].get("direction") == "response" and wirelog.pair_key(self.wire[j]) == key), None)
 
     def member_of_id(self, member_id: str) -> str | None:
         return next((f["member"] for f in self.wire if f.get("member_id") == member_id), None)

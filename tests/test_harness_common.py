@@ -14,8 +14,8 @@ from typing import Any, Callable
 
 import pytest
 
+from conformance import wirelog
 from conformance.history import read_history
-from conformance.jsonl import read_records
 
 
 class HistoryProblem(AssertionError):
@@ -155,11 +155,11 @@ def ownership_problems(owned: dict[str, set[tuple[str, int]]], everything: set[t
     return problems
 
 
-# -- the wire capture (conformance/cluster/tap.py) -----------------------
+# -- the wire capture (conformance/wirelog.py) ---------------------------
 
 def wire_records(path: Path) -> list[dict[str, Any]]:
     """Every record of a run's wire.jsonl (a line being written at the end is skipped)."""
-    return read_records(path)
+    return wirelog.load(path)
 
 
 def requests(records: list[dict[str, Any]], api: str, member: str, after_ts: float = 0.0) -> list[dict[str, Any]]:

@@ -18,18 +18,20 @@ Guarantees:
   malformed, and none of its rows (frame, subscriptions, assignments, commits)
   is kept, so no invariant judges a client on it;
 - a received assignment (SyncGroup response) carries the generation of the
-  member's SyncGroup request with the same correlation id (the response itself
-  has none), or None when the capture has no such request.
+  SyncGroup request it answers (the response itself has none), or None when
+  the capture has no such request; an OffsetCommit response's errors go to
+  the rows of the request it answers. Reading and pairing are the wire log's
+  own (:mod:`conformance.wirelog`).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from conformance.protocol import DecodeError, Subscription, TopicPartitions, decode_assignment, decode_subscription, encode_subscription
 from conformance.protocol.userdata import STICKY_V0, STICKY_V1, classify_userdata
+from conformance.wirelog import Pending, read_wire
 
 
 @dataclass
@@ -137,23 +139,13 @@ _ENVELOPE = ("ts", "member", "api", "api_key", "version", "correlation_id", "dir
 def decode_wire(run: str, file: str, lines: Iterable[str]) -> WireRows:
     """Decode one run's ``wire.jsonl``; see the module docstring for guarantees."""
     out = WireRows()
-    # Requests awaiting their response: OffsetCommit rows by (member, correlation id); the
-    # generation of a SyncGroup by ("SyncGroup", member, correlation id).
-    pending: dict[tuple, Any] = {}
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
+    # Requests awaiting their response: a SyncGroup's generation, an OffsetCommit's rows.
+    pending: Pending[Any] = Pending()
+    for number, f, problem in read_wire(lines):
+        if problem is not None:
+            out.malformed.append({"run": run, "file": file, "line": number, "problem": problem})
             continue
         try:
-            f = json.loads(line)
-            if not isinstance(f, dict):
-                raise ValueError(f"frame is a {type(f).__name__}, not an object")
-            for key in ("ts", "member", "api", "direction"):
-                if key not in f:
-                    raise ValueError(f"missing field {key!r}")
-            if not isinstance(f["ts"], (int, float)) or isinstance(f["ts"], bool):
-                raise ValueError(f"ts must be epoch ms, got {f['ts']!r}")
-            if f["direction"] not in ("request", "response"):
-                raise ValueError(f"direction must be request|response, got {f['direction']!r}")
             rows = WireRows()
             _decode_frame(run, number, f, rows, pending)
             for name in ("frames", "subscriptions", "assignments", "commits"):
@@ -163,7 +155,7 @@ def decode_wire(run: str, file: str, lines: Iterable[str]) -> WireRows:
     return out
 
 
-def _decode_frame(run: str, number: int, f: dict, out: WireRows, pending: dict) -> None:
+def _decode_frame(run: str, number: int, f: dict, out: WireRows, pending: Pending[Any]) -> None:
     base = {"run": run, "line": number, "ts": float(f["ts"]), "member": f["member"]}
     frame = {"run": run, "line": number, **{k: f.get(k) for k in _ENVELOPE}}
     frame["ts"] = float(f["ts"])
@@ -188,8 +180,8 @@ def _decode_frame(run: str, number: int, f: dict, out: WireRows, pending: dict) 
             row.update(decode_subscription_row(m.get("metadata"), f.get("protocol_name")))
             out.subscriptions.append(row)
     elif api == "SyncGroup" and direction == "request":
-        # The response carries no generation: it is the request's (paired by member and correlation id).
-        pending[("SyncGroup", f["member"], f.get("correlation_id"))] = f.get("generation")
+        # The response carries no generation: it is the request's.
+        pending.request(f, f.get("generation"))
         for a in f.get("assignments") or []:
             row = {**base, "source": "leader", "subject_member_id": a["member_id"], "generation": f.get("generation"),
                    "protocol_name": f.get("protocol_name"), "error_code": None}
@@ -197,7 +189,7 @@ def _decode_frame(run: str, number: int, f: dict, out: WireRows, pending: dict) 
             out.assignments.append(row)
     elif api == "SyncGroup" and direction == "response":
         row = {**base, "source": "received", "subject_member_id": None,
-               "generation": pending.pop(("SyncGroup", f["member"], f.get("correlation_id")), None),
+               "generation": pending.response(f),
                "protocol_name": f.get("protocol_name"), "error_code": f.get("error_code")}
         row.update(decode_assignment_row(f.get("assignment"), f.get("protocol_name")))
         out.assignments.append(row)
@@ -208,9 +200,9 @@ def _decode_frame(run: str, number: int, f: dict, out: WireRows, pending: dict) 
                          "topic": str(topic), "partition": int(partition), "offset": int(offset),
                          "error_code": None, "response_ts": None})
         out.commits.extend(rows)
-        pending[(f["member"], f.get("correlation_id"))] = rows
+        pending.request(f, rows)
     elif api == "OffsetCommit" and direction == "response":
-        rows = pending.pop((f["member"], f.get("correlation_id")), [])
+        rows = pending.response(f) or []
         errors = {(str(t), int(p)): int(e) for t, p, e in (f.get("partition_errors") or [])}
         for row in rows:
             row["error_code"] = errors.get((row["topic"], row["partition"]), f.get("error_code"))

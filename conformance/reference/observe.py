@@ -5,9 +5,10 @@ assert from what crossed the wire (``wire.jsonl``, :mod:`conformance.cluster.tap
 the members recorded (``members/<name>.jsonl``), never from a fault's flag.
 
 Guarantees: every function is a pure function of the records it is given
-(readers aside); a line that is not a JSON object (a line being written while
-the file is read) is skipped, never raised; requests and responses are paired
-by ``(member, connection, correlation_id)``, the tap's own key.
+(readers aside); a line that is not a record (a line being written while the
+file is read) is skipped, never raised. Reading and request/response pairing
+are the wire log's (:mod:`conformance.wirelog`); what a history says is owned
+is :mod:`conformance.ownership`'s.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from conformance.jsonl import read_records
+from conformance import ownership, wirelog
 from conformance.protocol import Assignment, Subscription, decode_assignment, decode_subscription
 
 TP = tuple[str, int]
@@ -25,7 +26,7 @@ Record = dict[str, Any]
 
 def group_wire(path: Path, group_id: str) -> list[Record]:
     """The wire records of ``group_id`` (requests, and responses through their request), in file order."""
-    return [r for r in read_records(path) if r.get("group_id") == group_id]
+    return [r for r in wirelog.load(path) if r.get("group_id") == group_id]
 
 
 def select(records: Iterable[Record], api: str, direction: str = "request", member: str | None = None) -> list[Record]:
@@ -35,17 +36,8 @@ def select(records: Iterable[Record], api: str, direction: str = "request", memb
 
 
 def response_to(records: list[Record], request: Record) -> Record | None:
-    """The response the tap paired with ``request`` (same member, connection and correlation id)."""
-    key = (request.get("member"), request.get("connection"), request.get("correlation_id"))
-    seen = False
-    for r in records:
-        if r is request:
-            seen = True
-            continue
-        if seen and r.get("direction") == "response" and \
-                (r.get("member"), r.get("connection"), r.get("correlation_id")) == key:
-            return r
-    return None
+    """The response that answers ``request`` (:func:`conformance.wirelog.response_to`)."""
+    return wirelog.response_to(records, request)
 
 
 def join_metadata(request: Record, protocol: str = "cooperative-sticky") -> bytes:
@@ -68,19 +60,8 @@ def sync_assignment(response: Record) -> Assignment:
 
 
 def owned_at(events: list[Record], ts: float) -> set[TP]:
-    """What a history says its member owned at ``ts`` (events with ``ts`` <= the given time)."""
-    owned: set[TP] = set()
-    for e in events:
-        if e.get("ts", 0) > ts:
-            break
-        kind = e.get("event")
-        if kind == "assigned":
-            owned |= {(t, p) for t, p in e.get("partitions") or []}
-        elif kind in ("revoked", "lost"):
-            owned -= {(t, p) for t, p in e.get("partitions") or []}
-        elif kind in ("stopped", "started"):
-            owned = set()
-    return owned
+    """What a history says its member owned at ``ts`` (:func:`conformance.ownership.owned_at`)."""
+    return ownership.owned_at(events, ts)
 
 
 def generation_at(events: list[Record], ts: float) -> int | None:

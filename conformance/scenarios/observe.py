@@ -7,8 +7,9 @@ tailed incrementally; the observer never asks the clients anything. It is a
 driver, not a judge: the verdicts are the pipeline's.
 
 *Stable* means: every live member has started; the partitions they own are
-disjoint and cover every partition of the topics they subscribe to; and
-nothing has moved (no assigned/revoked/lost event, no JoinGroup or SyncGroup
+disjoint and cover every partition of the topics they subscribe to (what a
+member owns is :class:`conformance.ownership.Holdings`, the judge's own
+rules); and nothing has moved (no assigned/revoked/lost event, no JoinGroup or SyncGroup
 on the wire) for a quiet period derived from the heartbeat interval.
 """
 
@@ -19,7 +20,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from conformance import wirelog
 from conformance.history import now_ms
+from conformance.ownership import Holdings
 
 TP = tuple[str, int]
 
@@ -47,8 +50,7 @@ class _Tail:
 
 @dataclass
 class MemberView:
-    owned: set[TP] = field(default_factory=set)
-    started: bool = False
+    holdings: Holdings = field(default_factory=Holdings)
     member_id: str | None = None
     last_change_ts: float = 0.0
     consumed_upto: dict[TP, int] = field(default_factory=dict)
@@ -72,26 +74,11 @@ class GroupObserver:
     # -- ingestion -------------------------------------------------------
     def _ingest_history(self, name: str, event: dict) -> None:
         view = self.views[name]
-        kind = event.get("event")
-        tps = {(t, p) for t, p in event.get("partitions", [])} if "partitions" in event else set()
-        if kind == "started":
-            view.owned.clear()
-            view.started = True
-        elif kind == "stopped":
-            view.owned.clear()
-            view.started = False
-        elif kind == "assigned":
-            if event.get("protocol") == "eager":
-                view.owned = set(tps)
-            else:
-                view.owned |= tps
-        elif kind in ("revoked", "lost"):
-            view.owned -= tps
-        elif kind == "consumed":
+        if event.get("event") == "consumed":
             tp = (event["topic"], event["partition"])
             view.consumed_upto[tp] = max(view.consumed_upto.get(tp, -1), event["last_offset"])
             return
-        else:
+        if not view.holdings.apply(event):
             return
         if event.get("member_id"):
             view.member_id = event["member_id"]
@@ -106,10 +93,8 @@ class GroupObserver:
                     self._ingest_history(name, json.loads(line))
                 except (json.JSONDecodeError, KeyError, TypeError, ValueError):
                     continue  # the pipeline reports malformed lines; the driver skips them
-        for line in self.wire.lines():
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
+        for _, rec, _ in wirelog.read_wire(self.wire.lines()):
+            if rec is None:
                 continue
             if rec.get("api") in ("JoinGroup", "SyncGroup"):
                 self.last_wire_change_ts = float(rec.get("ts", now_ms()))
@@ -145,9 +130,9 @@ class GroupObserver:
         expected: set[TP] = set()
         for name, topics in live.items():
             view = self.views.get(name)
-            if view is None or not view.started:
+            if view is None or not view.holdings.started:
                 return False, f"{name} has not started"
-            for tp in view.owned:
+            for tp in view.holdings.owned:
                 owned_by[tp].append(name)
             expected |= {(t, p) for t in topics for p in range(partitions.get(t, 0))}
         doubles = {tp: names for tp, names in owned_by.items() if len(names) > 1}
