@@ -19,7 +19,8 @@ Guarantees of :func:`go_install`:
 - Nothing but the Go module proxy (``go``'s own ``GOPROXY``) is asked for anything.
 
 Guarantees of :func:`build_harness`: the same (idempotent: a finished build is reused without
-running ``go``; atomic: built in a temporary sibling of ``dest`` with its marker written last,
+running ``go`` while it was built from the harness source now in the tree, whose digest its
+marker records (:func:`is_current`); an edited harness is rebuilt; atomic: built in a temporary sibling of ``dest`` with its marker written last,
 then renamed; concurrent builds of one ``dest`` wait on a lock file), and a failed step is a
 :class:`~conformance.errors.SuiteError` quoting the end of Go's output.
 """
@@ -27,6 +28,7 @@ then renamed; concurrent builds of one ``dest`` wait on a lock file), and a fail
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -71,6 +73,26 @@ def is_built(dest: Path, binary_name: str = "harness") -> bool:
     return (dest / MARKER).is_file() and (dest / binary_name).is_file()
 
 
+def harness_digest(source: Path) -> str:
+    """A digest of a harness's source: the names and bytes of the ``*.go`` files of ``source``.
+    (Tags, flags, rewrites and generated files follow from the client version, which names ``dest``.)"""
+    h = hashlib.sha256()
+    for f in sorted(source.glob("*.go")):
+        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def is_current(dest: Path, source: Path) -> bool:
+    """True when ``dest`` holds a finished harness build (:func:`is_built`) made from the harness
+    source now in ``source`` (its marker records :func:`harness_digest`)."""
+    if not is_built(dest):
+        return False
+    try:
+        return json.loads((dest / MARKER).read_text(encoding="utf-8")).get("source") == harness_digest(source)
+    except (OSError, ValueError):
+        return False
+
+
 def build_harness(name: str, source: Path, dest: Path, module: str, version: str, *,
                   tags: Sequence[str] = (), ldflags: Sequence[str] = (), rewrite: Mapping[str, str] | None = None,
                   extra_files: Mapping[str, str] | None = None, record: Mapping[str, Any] | None = None) -> Path:
@@ -84,7 +106,8 @@ def build_harness(name: str, source: Path, dest: Path, module: str, version: str
     and the Go version. The generated go.mod requires ``module`` at exactly ``v<version>``; ``go mod
     tidy`` takes the rest at what that release requires."""
     binary = dest / "harness"
-    if is_built(dest):
+    digest = harness_digest(source)
+    if is_current(dest, source):
         return binary
     if shutil.which("go") is None:
         raise SuiteError(f"{name}: the Go toolchain (`go`) is not on PATH; it is needed to build its harness")
@@ -92,7 +115,7 @@ def build_harness(name: str, source: Path, dest: Path, module: str, version: str
     config.GO_DIR.mkdir(parents=True, exist_ok=True)
     with open(dest.parent / f".{dest.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if is_built(dest):
+        if is_current(dest, source):
             return binary
         tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{dest.name}-", dir=dest.parent))
         try:
@@ -119,7 +142,8 @@ def build_harness(name: str, source: Path, dest: Path, module: str, version: str
                                      f"{(proc.stdout + proc.stderr)[-3000:]}")
             shutil.rmtree(src)
             (tmp / MARKER).write_text(json.dumps({"module": module, "version": version, "tags": list(tags),
-                                                  "go": go, **(record or {}), "built_at": time.time()}) + "\n",
+                                                  "go": go, **(record or {}), "source": digest,
+                                                  "built_at": time.time()}) + "\n",
                                       encoding="utf-8")
             shutil.rmtree(dest, ignore_errors=True)  # an unfinished leftover (no marker)
             os.rename(tmp, dest)

@@ -26,7 +26,7 @@ and, for a kind whose releases come from a registry (see :mod:`conformance.membe
     def release_exists(version: str) -> bool  # the registry asked about the exact release
                                               # (conformance.registries); RegistryUnreachable if no answer
     def listed_versions() -> Sequence[str]    # what the registry lists, to name nearby releases
-    def is_installed(version: str) -> bool    # the cache holds it (stat only)
+    def is_installed(version: str) -> bool    # the cache holds it, current (cheap: no network, no build)
 
 Optional, each with the default that :func:`features_of` and the helpers below apply:
 

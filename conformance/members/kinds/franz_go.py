@@ -103,8 +103,9 @@ def binary(version: str) -> Path:
 
 
 def is_installed(version: str) -> bool:
-    """True when the harness binary of ``version`` is built (no I/O but stat)."""
-    return go_install.is_built(config.FRANZ_GO_DIR / version)
+    """True when the harness binary of ``version`` is built from the harness source now in the tree
+    (stat and one small read: :func:`conformance.go_install.is_current`)."""
+    return go_install.is_current(config.FRANZ_GO_DIR / version, SOURCE_DIR)
 
 
 def release_exists(version: str) -> bool:

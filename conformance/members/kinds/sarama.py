@@ -171,8 +171,9 @@ def listed_versions() -> tuple[str, ...]:
 
 
 def is_installed(version: str) -> bool:
-    """True when the harness binary of ``version`` is built (no I/O but stat)."""
-    return go_install.is_built(config.SARAMA_DIR / version)
+    """True when the harness binary of ``version`` is built from the harness source now in the tree
+    (stat and one small read: :func:`conformance.go_install.is_current`)."""
+    return go_install.is_current(config.SARAMA_DIR / version, SOURCE_DIR)
 
 
 def ensure(version: str) -> None:
