@@ -111,7 +111,8 @@ def stage(run_dirs: list[Path]) -> Staged:
         for mem in m["members"]:
             st.members.append({"run": run, "member": mem["name"], "spec": mem["spec"], "kind": mem["kind"],
                                "version": mem["version"], "strategies": list(mem["strategies"] or []),
-                               "group_instance_id": mem["group_instance_id"], "faults": list(mem["faults"] or [])})
+                               "group_instance_id": mem["group_instance_id"], "faults": list(mem["faults"] or []),
+                               "protocol_of_chosen": _protocol_of_chosen(mem["kind"], mem["version"])})
         st.topics += [{"run": run, "topic": topic, "partitions": n} for topic, n in m["topics"].items()]
         _stage_nemesis(run, run_dir / "nemesis.jsonl", st)
         st.malformed += _missing_inputs(run, run_dir, m)
@@ -133,6 +134,16 @@ def stage(run_dirs: list[Path]) -> Staged:
                 # Hadoop takes plain paths literally (a percent-encoded URI would not be found).
                 st.files.append({"uri": str(hist.resolve()), "run": run, "file": str(hist)})
     return st
+
+
+def _protocol_of_chosen(kind: str | None, version: str | None) -> bool:
+    """Whether ``kind@version`` rebalances by the protocol of the assignor the group chose (the kind
+    registry's feature); False for a kind or version the registry does not know."""
+    from conformance.members.kinds import has_feature
+    try:
+        return bool(kind and version) and has_feature(kind, version, "protocol-of-chosen-assignor")
+    except Exception:   # an unknown kind or an unreadable version: the common (Java) rule applies
+        return False
 
 
 def _missing_inputs(run: str, run_dir: Path, m: dict) -> list[dict]:

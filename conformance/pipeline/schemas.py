@@ -38,7 +38,9 @@ CELLS = _s(
 )
 MEMBERS = _s(("run", StringType()), ("member", StringType()), ("spec", StringType()), ("kind", StringType()),
              ("version", StringType()), ("strategies", ArrayType(StringType())), ("group_instance_id", StringType()),
-             ("faults", ArrayType(StringType())))
+             ("faults", ArrayType(StringType())),
+             # The kind rebalances by the protocol of the assignor the group chose (not Java's rule).
+             ("protocol_of_chosen", BooleanType()))
 TOPICS = _s(("run", StringType()), ("topic", StringType()), ("partitions", IntegerType()))
 NEMESIS = _s(("run", StringType()), ("line", LongType()), ("ts", DoubleType()), ("fault", StringType()),
              ("target", StringType()), ("phase", StringType()), ("details", StringType()))

@@ -98,6 +98,8 @@ FEATURE_NAMES: dict[str, str] = {
     "static-membership": "group.instance.id (KIP-345)",
     "assignor-list": "more than one assignor in one list (the coordinator picks the protocol)",
     "mix-eager-cooperative": "an eager and a cooperative assignor in one list (the first upgrade bounce)",
+    "protocol-of-chosen-assignor": "rebalances by the protocol of the assignor the group chose (else, like "
+                                   "Java: eagerly whenever its list has an eager assignor)",
     "assignor:cooperative-sticky": "the cooperative-sticky assignor",
     "assignor:sticky": "the eager sticky assignor",
     "assignor:range": "the range assignor",

@@ -74,6 +74,9 @@ FEATURES: tuple[Feature, ...] = (
     # Listing cooperative-sticky with an eager balancer works from 1.13.0: before it the client
     # "would internally sometimes think it was eager consuming" (franz-go CHANGELOG, v1.13.0).
     Feature("mix-eager-cooperative", "1.13.0", "franz-go CHANGELOG v1.13.0 (mixed balancer lists fixed)"),
+    Feature("protocol-of-chosen-assignor", "1.13.0",
+            "pkg/kgo/consumer_group.go: from 1.13.0 'cooperative' is the balancer chosen during Join; "
+            "1.12.1 was cooperative only if all configured balancers were"),
 )
 #: KIP-848 through kgo.ServerSideBalancer (not run by the harness yet).
 FIRST_SERVER_SIDE_BALANCER = (1, 22, 0)

@@ -362,11 +362,16 @@ def check_r5(t: Tables) -> list[dict]:
     # A member rebalances eagerly when its previous generation was eager, or when it offers an eager
     # assignor at all: a client runs the rebalance protocol every assignor of its list supports (Java's
     # ConsumerCoordinator, Sarama), so [cooperative-sticky, range] is eager even in a cooperative-sticky
-    # generation (the first bounce of an upgrade).
+    # generation (the first bounce of an upgrade). A kind with the feature protocol-of-chosen-assignor
+    # (franz-go from 1.13.0) runs the protocol of the assignor the group chose: only its previous
+    # generation's protocol counts.
     offers_eager = F.exists("protos", lambda p: ~p["protocol_name"].isin(*config.COOPERATIVE_ASSIGNORS))
+    by_choice = t.members.select("run", "member", F.coalesce("protocol_of_chosen", F.lit(False)).alias("by_choice"))
     prev = (req.join(resp, ["run", "member"]).where(F.col("r_ts") < F.col("ts"))
             .withColumn("k", F.row_number().over(Window.partitionBy("run", "member", "line").orderBy(F.col("r_ts").desc())))
-            .where((F.col("k") == 1) & (~is_cooperative(F.col("protocol_name")) | offers_eager)))
+            .join(by_choice, ["run", "member"], "left")
+            .where((F.col("k") == 1) & (~is_cooperative(F.col("protocol_name"))
+                                        | (offers_eager & ~F.coalesce("by_choice", F.lit(False))))))
     held = (prev.join(t.ownership.select("run", "member", "topic", "partition", "start_ts", "end_ts"), ["run", "member"])
             .where((F.col("start_ts") < F.col("ts")) & (F.col("end_ts") > F.col("ts")))
             .groupBy("run", "member", "line", "ts", "generation", "protocol_name")
