@@ -110,6 +110,8 @@ def _verdict(runs: Path) -> dict:
     return cell
 
 
+# Nightly tier while it is an expected failure: two real cells that CI would pay for without a verdict.
+@pytest.mark.nightly
 @pytest.mark.slow
 @pytest.mark.e2e
 @pytest.mark.timeout(3600)
