@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import os
 import socket
-import statistics
 import struct
 import subprocess
 import sys

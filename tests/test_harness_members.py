@@ -16,7 +16,6 @@ One broker for the whole module (module-scoped cluster); every test bounded.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 from kafka import KafkaAdminClient

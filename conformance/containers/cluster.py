@@ -228,7 +228,7 @@ class DockerCluster(Cluster):
     def _broker_properties(self, gateway: str) -> dict[str, str]:
         slots = [f"SLOT{i}" for i in range(self.slots)]
         return {
-            "listeners": ",".join([f"CONTROLLER://127.0.0.1:9093", f"DIRECT://0.0.0.0:{DIRECT_PORT}",
+            "listeners": ",".join(["CONTROLLER://127.0.0.1:9093", f"DIRECT://0.0.0.0:{DIRECT_PORT}",
                                    *(f"{n}://0.0.0.0:{SLOT_BASE_PORT + i}" for i, n in enumerate(slots))]),
             "advertised.listeners": ",".join([f"DIRECT://{self.network.address(BROKER)}:{DIRECT_PORT}",
                                               *(f"{n}://{gateway}:{self.tap_ports[i]}" for i, n in enumerate(slots))]),

@@ -294,7 +294,7 @@ class ReferenceMember:
             break
         else:
             return JoinResult(member_id=member_id, error=MEMBER_ID_REQUIRED, stage="JoinGroup")
-        member_id, generation, protocol = resp.member_id, resp.generation_id, resp.protocol_name
+        member_id, generation = resp.member_id, resp.generation_id
         self.join_member_id = member_id
         with self._hb_lock:  # COMPLETING_REBALANCE: heartbeat with the new generation until SyncGroup answers
             self._completing = (generation, member_id)

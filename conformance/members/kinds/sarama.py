@@ -53,7 +53,6 @@ from pathlib import Path
 
 from conformance import config, go_install, registries
 from conformance.errors import UsageError
-from conformance.go_install import go_env  # noqa: F401  (the Go build environment; kept importable here)
 from conformance.members.harness_config import STRATEGIES
 from conformance.members.kinds import Feature, release_tuple
 from conformance.members.known_issues import KnownIssue
