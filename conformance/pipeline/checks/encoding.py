@@ -16,8 +16,9 @@ Allowed anomalies:
   are in the order the member saw them, no clocks compared); its evidence
   says whether the member ever applied that assignment
   (``assignment_applied``: its history has an event of the assignment's
-  generation), which tells a client that dropped an assignment from one that
-  kept stale owned state after applying it. Against the
+  generation; absent when the answer's generation is unknown), which tells
+  a client that dropped an assignment from one that kept stale owned state
+  after applying it. Against the
   history, with rule E5/clock-slack: a partition assigned or revoked within a
   heartbeat interval of the JoinGroup by the two processes' clocks is an
   allowed finding, neither stale nor missing.
@@ -204,9 +205,10 @@ def check_e5(t: Tables) -> list[dict]:
         since = (f"its last assignment (SyncGroup response, wire line {r['sync_line']}) did not give it them"
                  if r["sync_line"] is not None else "it had received no assignment since it started")
         evidence = {"wire_line": r["line"], "kind": "stale-claim", "assignment_wire_line": r["sync_line"]}
-        if r["sync_line"] is not None:
+        if r["sync_line"] is not None and r["sync_generation"] is not None:
             # Whether the member ever acted on that assignment: its history has an event of the
-            # assignment's generation (a callback, a record consumed or committed under it).
+            # assignment's generation (a callback, a record consumed or committed under it). Unknown
+            # (absent) when the capture has no SyncGroup request to give the answer its generation.
             evidence["assignment_generation"] = r["sync_generation"]
             evidence["assignment_applied"] = bool(r["applied"])
             if not r["applied"]:
