@@ -252,7 +252,8 @@ BALANCED_ASSIGNORS: tuple[str, ...] = ("cooperative-sticky", "sticky", "roundrob
 
 def __getattr__(name: str) -> object:
     """``DEFAULT_CLIENT_VERSIONS`` (kind -> the version an omitted ``@VERSION`` means),
-    ``DEFAULT_MIX`` (one member of each kind: the default mix of ``conformance run``) and
+    ``DEFAULT_MIX`` (one member of each kind whose module does not set ``IN_DEFAULT_MIX = False``:
+    the default mix of ``conformance run``) and
     ``TEST_CLIENTS`` (what ``conformance setup --all`` installs: each kind's TEST_VERSIONS), all
     derived from :mod:`conformance.members.kinds` when first read (the kind modules import this one)."""
     from conformance.members import kinds
@@ -260,7 +261,7 @@ def __getattr__(name: str) -> object:
     if name == "DEFAULT_CLIENT_VERSIONS":
         return kinds.default_versions()
     if name == "DEFAULT_MIX":
-        return tuple(kinds.KIND_MODULES)
+        return tuple(k for k in kinds.KIND_MODULES if getattr(kinds.kind_module(k), "IN_DEFAULT_MIX", True))
     if name == "TEST_CLIENTS":
         return tuple(f"{kind}@{v}" for kind in kinds.KIND_MODULES if kind != "reference"
                      for v in kinds.test_versions(kind))

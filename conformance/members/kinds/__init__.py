@@ -37,6 +37,8 @@ Optional, each with the default that :func:`features_of` and the helpers below a
   old and one new; default ``KNOWN_VERSIONS``). ``MINOR_VERSIONS``: the newest patch of every
   supported minor, for the nightly contract tier (default ``KNOWN_VERSIONS``).
 - ``KNOWN_ISSUES: tuple[KnownIssue, ...]``: its rows of the known-issues table (default none).
+- ``IN_DEFAULT_MIX``: False keeps the kind out of the default mix of ``conformance run`` (and so
+  out of the default matrix), with the reason beside it (default True).
 - ``GOLDEN_VERSIONS``: releases whose golden vectors ``scripts/regen-golden.sh`` writes with
   the kind's generator (``clients/<kind>/golden``); a kind without it has no generator.
 - ``library_version(version) -> str | None``: the client library the installed kind really runs,

@@ -62,6 +62,13 @@ OLDEST_WHY = ("the franz-go harness reads member id and generation with kgo.Clie
 #: harness's oldest (subscription v0/v1), 1.20.2 (v3) and the newest.
 GOLDEN_VERSIONS: tuple[str, ...] = ("1.7.0", "1.20.2", "1.22.3")
 
+#: Not in the default matrix yet: in its first default leader-rotation cell (2026-11-26, six kinds),
+#: each generation franz-go 1.22.3 led after a member left failed L4 (it took a partition from a
+#: member that stayed and declared it owned, where no move was needed; 3 of 3 such generations).
+#: Until that is triaged (its balancer's documented behaviour, or a bug to report), the default
+#: matrix keeps the five kinds it passes with; ``--clients ...,franz-go`` runs it anywhere.
+IN_DEFAULT_MIX: bool = False
+
 _SRC = "kgo's group_balancer.go / config.go of each release (module proxy zips)"
 FEATURES: tuple[Feature, ...] = (
     Feature("assignor:cooperative-sticky", None, _SRC + "; kgo's default balancer"),
