@@ -130,7 +130,9 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
         kind_module(kind).ensure(new)
         kind_module(kind).ensure(old)
     run = RunDir.create(tmp_path_factory.mktemp("faults"), "harness-faults")
-    with Supervisor(run.logs) as sup, Cluster(run, supervisor=sup, slots=48) as cluster:
+    # One slot per member name the module starts (57 with franz-go in every list; a slot is kept
+    # for the cluster's life), with room for a few more.
+    with Supervisor(run.logs) as sup, Cluster(run, supervisor=sup, slots=64) as cluster:
         yield Env(run, sup, cluster)
 
 
