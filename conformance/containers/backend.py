@@ -17,20 +17,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.cluster.toxiproxy import Toxic
+from conformance.cluster.backend import ProcessesBackend
 from conformance.containers.cluster import DockerCluster
 
 
-class DockerBackend:
-    """The fault primitives of a run on containers (``cluster`` is its running :class:`DockerCluster`)."""
+class DockerBackend(ProcessesBackend):
+    """The fault primitives of a run on containers (``cluster`` is its running :class:`DockerCluster`).
+    Member handles, proxies, toxics and partitions work as on the processes path (the handle's
+    incarnation is a container); what differs is below."""
 
     name = "docker"
-
-    def __init__(self, cluster: DockerCluster) -> None:
-        self.cluster = cluster
-
-    def terminate_member(self, member: str, handle: Any) -> None:
-        handle.terminate()
+    cluster: DockerCluster  # type: ignore[assignment]
 
     def hold_member(self, member: str, handle: Any) -> None:
         """``docker pause`` before a kill is logged: ``docker kill`` is an API call that takes its
@@ -41,33 +38,9 @@ class DockerBackend:
         for it). ``docker kill -s KILL`` kills a paused container."""
         handle.pause()
 
-    def kill_member(self, member: str, handle: Any) -> None:
-        handle.kill()
-
-    def pause_member(self, member: str, handle: Any) -> None:
-        handle.pause()
-
-    def resume_member(self, member: str, handle: Any) -> None:
-        handle.resume()
-
-    def disable_path(self, member: str) -> None:
-        self.cluster.proxy(member).disable()
-
-    def enable_path(self, member: str) -> None:
-        self.cluster.proxy(member).enable()
-
-    def add_toxic(self, member: str, toxic: Toxic) -> str:
-        return self.cluster.proxy(member).add_toxic(toxic)
-
-    def remove_toxic(self, member: str, toxic_name: str) -> None:
-        self.cluster.proxy(member).remove_toxic(toxic_name)
-
     def restart_broker(self, kill: bool) -> None:
         assert self.cluster.broker is not None
         self.cluster.broker.restart(kill=kill)
-
-    def add_partitions(self, topic: str, total: int) -> None:
-        self.cluster.add_partitions(topic, total)
 
     def disconnect_member(self, member: str, handle: Any) -> None:
         self.cluster.network.disconnect(self.cluster.member_container(member))
