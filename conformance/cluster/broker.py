@@ -40,6 +40,32 @@ from conformance.errors import SuiteError
 
 PROBE_TOPIC = "__conformance_probe"
 
+
+def probe_ready(bootstrap: str, deadline: float) -> None:
+    """One readiness probe of a broker at ``bootstrap``: metadata answers (the probe topic is
+    created if missing) and a produce to it is acknowledged before ``deadline`` (monotonic). Raises
+    kafka-python's KafkaError (or OSError, ValueError, AssertionError) while the broker is not ready:
+    a listening port alone is no proof, a broker accepts TCP before it serves."""
+    from kafka import KafkaProducer
+    from kafka.admin import KafkaAdminClient, NewTopic
+    from kafka.errors import TopicAlreadyExistsError
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000, client_id="conformance-probe")
+    try:
+        if PROBE_TOPIC not in admin.list_topics():
+            try:
+                admin.create_topics([NewTopic(PROBE_TOPIC, 1, 1)])
+            except TopicAlreadyExistsError:
+                pass
+    finally:
+        admin.close()
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, retries=5, request_timeout_ms=5000,
+                             max_block_ms=5000, client_id="conformance-probe")
+    try:
+        producer.send(PROBE_TOPIC, b"ready").get(timeout=max(1.0, deadline - time.monotonic()))
+    finally:
+        producer.close(timeout=2)
+
 _log = logging.getLogger(__name__)
 
 
@@ -220,9 +246,7 @@ class Broker:
 
     def wait_ready(self, timeout: float | None = None) -> None:
         """Block until metadata answers on DIRECT and a probe produce is acknowledged."""
-        from kafka import KafkaProducer
-        from kafka.admin import KafkaAdminClient, NewTopic
-        from kafka.errors import KafkaError, TopicAlreadyExistsError
+        from kafka.errors import KafkaError
 
         timeout = config.BROKER_READY_TIMEOUT_S if timeout is None else timeout
         deadline = time.monotonic() + timeout
@@ -237,23 +261,7 @@ class Broker:
                 time.sleep(0.1)
                 continue
             try:
-                admin = KafkaAdminClient(bootstrap_servers=self.direct_bootstrap, request_timeout_ms=5000,
-                                         client_id="conformance-probe")
-                try:
-                    if PROBE_TOPIC not in admin.list_topics():
-                        try:
-                            admin.create_topics([NewTopic(PROBE_TOPIC, 1, 1)])
-                        except TopicAlreadyExistsError:
-                            pass
-                finally:
-                    admin.close()
-                producer = KafkaProducer(bootstrap_servers=self.direct_bootstrap, acks=1, retries=5,
-                                         request_timeout_ms=5000, max_block_ms=5000,
-                                         client_id="conformance-probe")
-                try:
-                    producer.send(PROBE_TOPIC, b"ready").get(timeout=max(1.0, deadline - time.monotonic()))
-                finally:
-                    producer.close(timeout=2)
+                probe_ready(self.direct_bootstrap, deadline)
                 return
             except (KafkaError, OSError, ValueError, AssertionError) as exc:
                 last_error = f"{type(exc).__name__}: {exc}"

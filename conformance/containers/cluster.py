@@ -100,11 +100,9 @@ class DockerBroker:
 
     def wait_ready(self, timeout: float | None = None) -> None:
         """Block until metadata answers on DIRECT and a probe produce is acknowledged."""
-        from kafka import KafkaProducer
-        from kafka.admin import KafkaAdminClient, NewTopic
-        from kafka.errors import KafkaError, TopicAlreadyExistsError
+        from kafka.errors import KafkaError
 
-        from conformance.cluster.broker import PROBE_TOPIC
+        from conformance.cluster.broker import probe_ready
 
         timeout = config.BROKER_READY_TIMEOUT_S if timeout is None else timeout
         deadline = time.monotonic() + timeout
@@ -114,22 +112,7 @@ class DockerBroker:
                 raise SuiteError(f"broker container {self.name} exited with {self.container.attrs['State']['ExitCode']} "
                                  f"before it was ready: {self.container.logs()[-1500:].decode('utf-8', 'replace')}")
             try:
-                admin = KafkaAdminClient(bootstrap_servers=self.direct_bootstrap, request_timeout_ms=5000,
-                                         client_id="conformance-probe")
-                try:
-                    if PROBE_TOPIC not in admin.list_topics():
-                        try:
-                            admin.create_topics([NewTopic(PROBE_TOPIC, 1, 1)])
-                        except TopicAlreadyExistsError:
-                            pass
-                finally:
-                    admin.close()
-                producer = KafkaProducer(bootstrap_servers=self.direct_bootstrap, acks=1, retries=5,
-                                         request_timeout_ms=5000, max_block_ms=5000, client_id="conformance-probe")
-                try:
-                    producer.send(PROBE_TOPIC, b"ready").get(timeout=max(1.0, deadline - time.monotonic()))
-                finally:
-                    producer.close(timeout=2)
+                probe_ready(self.direct_bootstrap, deadline)
                 return
             except (KafkaError, OSError, ValueError, AssertionError) as exc:
                 last_error = f"{type(exc).__name__}: {exc}"
