@@ -266,6 +266,7 @@ def test_outputs_written(judged):
 # story just outside it that must still fail. P1/fault-window: tests/test_pipeline_progress.py.
 RULE_STORIES = {
     "E5/clock-slack": ("e5-slack-allowed", "E5", "e5"),
+    "E5/not-yet-applied": ("e5-not-yet-applied-allowed", "E5", "e5-not-yet-applied-lost"),
     "L1/fault-hit-leader": ("l1-pause-allowed", "L1", "l1-sync-generation-fault"),
     "L1/leader-stopping": ("l1-nosync-allowed", "L1", "l1-nosync"),
     "L1/dead-leader-id": ("l1-killed-leader-allowed", "L1", "l1-killed-leader"),

@@ -139,17 +139,19 @@ class CellBuilder:
 
     def join(self, gen: int, ts: float, leader: str, metadata: dict[str, str], protocol: str = "cooperative-sticky",
              offered: dict[str, list[str]] | None = None, leader_of: dict[str, str] | None = None,
-             leader_id: str | None = None) -> None:
+             leader_id: str | None = None, sent: dict[str, float] | None = None) -> None:
         """JoinGroup requests (at ts) and responses (at ts+5) for generation ``gen``.
 
         ``metadata``: member -> subscription hex (see :meth:`subscription`);
         ``offered``: member -> protocol names in preference order (default: just ``protocol``);
         ``leader_of``: member -> the leader its response names instead of ``leader`` (a broken broker);
-        ``leader_id``: the leader's member id, if not its current instance's (then nobody gets the member list).
+        ``leader_id``: the leader's member id, if not its current instance's (then nobody gets the member list);
+        ``sent``: member -> when it sent its request, if earlier than ``ts`` (requests are written in time order).
         """
-        for m, meta in metadata.items():
+        at = {m: (sent or {}).get(m, ts) for m in metadata}
+        for m, meta in sorted(metadata.items(), key=lambda item: at[item[0]]):
             names = (offered or {}).get(m, [protocol])
-            self.frame(ts, m, "JoinGroup", "request", generation=-1,
+            self.frame(at[m], m, "JoinGroup", "request", generation=-1,
                        protocols=[{"name": n, "metadata": meta} for n in names])
         for m in metadata:
             members = ([{"member_id": self.mid(x), "group_instance_id": None, "metadata": md}

@@ -136,3 +136,43 @@ def e5_slack_allowed(b: CooperativeRun) -> Path:
     return b.teardown()
 
 
+
+
+
+def _generation_3_then_early_rejoin(b: CooperativeRun, *, before_rejoin=lambda: None) -> Path:
+    """The healthy run through generation 3's SyncGroup, whose response gives m2 t-2, t-3 (12.605 s).
+    A new rebalance begins before m2's callback runs: m2 rejoins 93 ms later (12.698 s) declaring
+    t-2, t-3 owned (generation 3); m1 rejoins at its next poll (13.6 s); generation 4 (13.65 s)
+    keeps every assignment, and m2 records t-2, t-3 assigned in generation 4 (13.72 s), over a
+    heartbeat after its JoinGroup. ``before_rejoin`` plays between the response and the rejoin."""
+    b.opening()
+    b.generation_2()
+    b.sync_2()
+    b.m1_commits_2()
+    b.m1_revokes_t2_t3()
+    b.generation_3()
+    b.sync_3()
+    before_rejoin()
+    b.join(4, 13600, "m1", {"m1": b.subscription("m1", owned=ALL4[:2], generation=3),
+                            "m2": b.subscription("m2", owned=ALL4[2:], generation=3)}, sent={"m2": 12698})
+    b.sync(4, 13650, "m1", FINAL)
+    b.assigned("m2", 13720, ALL4[2:])
+    return b.closing()
+
+
+@story()
+def e5_not_yet_applied_allowed(b: CooperativeRun) -> Path:
+    """m2 rejoins 93 ms after generation 3's SyncGroup response gave it t-2, t-3, before its callback
+    ran, and declares them owned: the last assignment it received (KIP-429). Its history has no
+    event of generation 3 and records them only in generation 4, 1.02 s after that JoinGroup.
+    Allowed by E5/not-yet-applied."""
+    return _generation_3_then_early_rejoin(b)
+
+
+@story(fails=("E5", ["m2 declared owned t-2, t-3 in JoinGroup, which its history says it does not own"]))
+def e5_not_yet_applied_lost(b: CooperativeRun) -> Path:
+    """As e5-not-yet-applied-allowed, but m2 records t-2, t-3 lost 45 ms after that SyncGroup
+    response (12.65 s, stamped with generation 2, the last it applied) and 48 ms later still
+    declares them owned: it gave them up, so the claim is stale."""
+    return _generation_3_then_early_rejoin(b, before_rejoin=lambda: b.event(
+        "m2", 12650, "lost", partitions=[["t", 2], ["t", 3]], generation=2))

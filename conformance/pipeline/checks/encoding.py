@@ -21,7 +21,13 @@ Allowed anomalies:
   after applying it. Against the
   history, with rule E5/clock-slack: a partition assigned or revoked within a
   heartbeat interval of the JoinGroup by the two processes' clocks is an
-  allowed finding, neither stale nor missing.
+  allowed finding, neither stale nor missing. With rule E5/not-yet-applied:
+  a declared partition the history does not show owned is an allowed finding
+  when the wire shows it is the last assignment received (the member's last
+  SyncGroup response before the JoinGroup, under the same member id, assigned
+  it), the history has no event of that assignment's generation (the client
+  took it, its callback has not run yet) and no ``revoked``/``lost`` of the
+  partition between that response and the JoinGroup.
 - E5 flags a v0 subscription offered for a cooperative assignor: it cannot
   declare owned partitions.
 - E5 applies only to cooperative members (first strategy cooperative, and a
@@ -108,34 +114,66 @@ def _coop_members(t: Tables):
                   .select("run"), "run").select("run", "member"))
 
 
-def _stale_claims(t: Tables, req):
-    """Declared owned partitions that the member's last successful SyncGroup response before the
-    JoinGroup (in wire order, since its last start) did not assign it: (run, member, line, ts, topic,
-    partition, sync_line, sync_ts). The tap records each frame as it forwards it, so a member's
-    frames are in the order the member saw and sent them: no clock is compared."""
+def _last_assignments(t: Tables, req):
+    """Per JoinGroup request (run, member, line): ``last``, the member's last successful SyncGroup
+    response before it in wire order since its last start (sync_line, sync_ts, sync_generation,
+    sync_member_id: the member id the SyncGroup was sent under, partitions), null when there is none.
+    The tap records each frame as it forwards it, so a member's frames are in the order the member
+    saw and sent them: no clock is compared."""
     starts = (t.nemesis.where(F.col("fault") == "start")
               .select("run", F.col("target").alias("member"), F.col("ts").alias("start_ts")))
     last_start = (req.select("run", "member", "line", "ts").distinct().join(starts, ["run", "member"], "left")
                   .where(F.col("start_ts").isNull() | (F.col("start_ts") <= F.col("ts")))
                   .groupBy("run", "member", "line").agg(F.max("start_ts").alias("since_ts")))
+    sent_as = t.frames.select("run", F.col("line").alias("sync_line"), F.col("member_id").alias("sync_member_id"))
     received = (t.assignments.where((F.col("source") == "received") & (F.coalesce("error_code", F.lit(0)) == 0)
                                     & F.col("decode_error").isNull())
                 .select("run", "member", F.col("line").alias("sync_line"), F.col("ts").alias("sync_ts"),
-                        F.col("generation").alias("sync_generation"), "partitions"))
-    last = (last_start.join(req.select("run", "member", "line", "ts"), ["run", "member", "line"])
+                        F.col("generation").alias("sync_generation"), "partitions")
+                .join(sent_as, ["run", "sync_line"], "left"))
+    return (last_start.join(req.select("run", "member", "line", "ts"), ["run", "member", "line"])
             .join(received, ["run", "member"], "left")
             .where(F.col("sync_line").isNull() | ((F.col("sync_line") < F.col("line"))
                                                   & (F.col("since_ts").isNull() | (F.col("sync_ts") >= F.col("since_ts")))))
             .groupBy("run", "member", "line")
-            .agg(F.max_by(F.struct("sync_line", "sync_ts", "sync_generation", "partitions"), "sync_line").alias("last")))
-    declared = req.select("run", "member", "line", "ts", F.explode("owned").alias("tp")).select(
-        "run", "member", "line", "ts", "tp.topic", "tp.partition")
-    return (declared.join(last, ["run", "member", "line"], "left")
-            .where(~F.coalesce(F.exists(F.coalesce(F.col("last.partitions"), F.array()),
-                                        lambda p: (p["topic"] == F.col("topic")) & (p["partition"] == F.col("partition"))),
-                               F.lit(False)))
+            .agg(F.max_by(F.struct("sync_line", "sync_ts", "sync_generation", "sync_member_id", "partitions"),
+                          "sync_line").alias("last")))
+
+
+def _in_last():
+    """Whether the row's (topic, partition) is in its ``last`` assignment (False when there is none)."""
+    return F.coalesce(F.exists(F.coalesce(F.col("last.partitions"), F.array()),
+                               lambda p: (p["topic"] == F.col("topic")) & (p["partition"] == F.col("partition"))),
+                      F.lit(False))
+
+
+def _stale_claims(declared, last):
+    """Declared owned partitions that the member's last assignment (:func:`_last_assignments`) did
+    not give it: (run, member, line, ts, topic, partition, sync_line, sync_ts, sync_generation)."""
+    return (declared.join(last, ["run", "member", "line"], "left").where(~_in_last())
             .select("run", "member", "line", "ts", "topic", "partition", F.col("last.sync_line").alias("sync_line"),
                     F.col("last.sync_ts").alias("sync_ts"), F.col("last.sync_generation").alias("sync_generation")))
+
+
+def _not_yet_applied(t: Tables, stale, last, applied):
+    """The history-based stale declarations that rule E5/not-yet-applied allows: the partition is in
+    the member's last assignment before the JoinGroup (the wire says the claim is right), that
+    SyncGroup was sent under the JoinGroup's member id, the member's history has no event of the
+    assignment's generation (a known generation, not applied yet), and no ``revoked``/``lost`` of the
+    partition after that SyncGroup response up to the JoinGroup. Columns: the stale rows' plus
+    sync_line, sync_ts, sync_generation."""
+    dropped = (t.events.where(F.col("event").isin("revoked", "lost"))
+               .select(F.col("run").alias("d_run"), F.col("member").alias("d_member"), F.col("ts").alias("d_ts"),
+                       F.explode("partitions").alias("d_tp")))
+    received = (stale.join(last, ["run", "member", "line"]).where(_in_last())
+                .where(F.col("last.sync_generation").isNotNull()
+                       & (F.col("last.sync_member_id") == F.col("join_member_id")))
+                .select(*stale.columns, F.col("last.sync_line").alias("sync_line"),
+                        F.col("last.sync_ts").alias("sync_ts"), F.col("last.sync_generation").alias("sync_generation"))
+                .join(applied, ["run", "member", "sync_generation"], "left_anti"))
+    return received.join(dropped, (F.col("d_run") == F.col("run")) & (F.col("d_member") == F.col("member"))
+                         & (F.col("d_tp.topic") == F.col("topic")) & (F.col("d_tp.partition") == F.col("partition"))
+                         & (F.col("d_ts") > F.col("sync_ts")) & (F.col("d_ts") <= F.col("ts")), "left_anti")
 
 
 def _same_declarations(rows) -> dict[tuple, list]:
@@ -158,14 +196,16 @@ def check_e5(t: Tables) -> list[dict]:
         .join(coop_members, ["run", "member"])
         .join(timing(t.cells).select("run", "heartbeat_ms"), "run")
         .dropDuplicates(["run", "member", "line"])
-        .select("run", "member", "line", "ts", "owned", "heartbeat_ms"))
+        .select("run", "member", "line", "ts", "owned", "heartbeat_ms",
+                F.col("subject_member_id").alias("join_member_id")))
     own = t.ownership.select("run", "member", "topic", "partition", F.col("start_ts").alias("o_start"),
                              F.col("end_ts").alias("o_end"))
     declared = t.shared("e5-declared", lambda: req.select(
-        "run", "member", "line", "ts", "heartbeat_ms", F.explode("owned").alias("tp")).select(
-        "run", "member", "line", "ts", "heartbeat_ms", "tp.topic", "tp.partition"))
+        "run", "member", "line", "ts", "heartbeat_ms", "join_member_id", F.explode("owned").alias("tp")).select(
+        "run", "member", "line", "ts", "heartbeat_ms", "join_member_id", "tp.topic", "tp.partition"))
     key = ["run", "member", "line", "topic", "partition"]
-    claims = t.shared("e5-stale-claims", lambda: _stale_claims(t, req))
+    last = t.shared("e5-last-assignments", lambda: _last_assignments(t, req))
+    claims = t.shared("e5-stale-claims", lambda: _stale_claims(declared, last))
     applied = (t.events.where(F.col("generation").isNotNull()).select("run", "member", F.col("generation")
                                                                       .alias("sync_generation"))
                .distinct().withColumn("applied", F.lit(True)))
@@ -177,7 +217,10 @@ def check_e5(t: Tables) -> list[dict]:
     exactly = (declared.join(own, ["run", "member", "topic", "partition"])
                .where((F.col("o_start") <= F.col("ts")) & (F.col("o_end") >= F.col("ts"))).select(*key).distinct())
     unclaimed = declared.join(claims.select(*key), key, "left_anti")   # what the wire check did not already name
-    stale = unclaimed.join(possibly, key, "left_anti")
+    history_stale = unclaimed.join(possibly, key, "left_anti")
+    # Rule E5/not-yet-applied: the claim is the last assignment received, which the history has not caught up with.
+    pending = t.shared("e5-not-yet-applied", lambda: _not_yet_applied(t, history_stale, last, applied))
+    stale = history_stale.join(pending.select(*key), key, "left_anti")
     slack = unclaimed.join(possibly, key).join(exactly, key, "left_anti")
     surely = (req.join(own, ["run", "member"])
               .where((F.col("o_start") <= F.col("ts") - F.col("heartbeat_ms"))
@@ -189,7 +232,7 @@ def check_e5(t: Tables) -> list[dict]:
           .join(coop_members, ["run", "member"]).groupBy("run", "member", "protocol_name")
           .agg(F.min("ts").alias("ts"), F.min("line").alias("line"), F.count("*").alias("frames")))
     cols = ["run", "member", "line", "ts", "topic", "partition"]
-    rows, claim_rows, v0_rows = t.collect_many(
+    rows, claim_rows, v0_rows, pending_rows = t.collect_many(
         stale.select(*cols, F.lit("stale").alias("kind"))
         .unionByName(missing.select(*cols, F.lit("missing").alias("kind")))
         .unionByName(slack.select(*cols, F.lit("slack").alias("kind")))
@@ -198,7 +241,9 @@ def check_e5(t: Tables) -> list[dict]:
         claims.groupBy("run", "member", "line", "ts", "sync_line", "sync_ts", "sync_generation")
         .agg(F.collect_list(F.struct("topic", "partition")).alias("tps"))
         .join(applied, ["run", "member", "sync_generation"], "left"),
-        v0)
+        v0,
+        pending.groupBy("run", "member", "line", "ts", "sync_line", "sync_ts", "sync_generation")
+        .agg(F.collect_list(F.struct("topic", "partition")).alias("tps")))
     out = []
     for r in claim_rows:
         parts = tps(r["tps"])
@@ -224,6 +269,16 @@ def check_e5(t: Tables) -> list[dict]:
                              f"{r['line']}) within a heartbeat of its history's assignment or revoke",
                              members=[r["member"]], partitions=parts, ts=r["ts"],
                              evidence={"wire_line": r["line"], "kind": "slack"}, allowed_by="E5/clock-slack"))
+    for r in pending_rows:
+        parts = tps(r["tps"])
+        out.append(violation(
+            "E5", r["run"], f"{r['member']} declared owned {fmt_tps(parts)} in JoinGroup (wire line {r['line']}) as "
+            f"assigned by its SyncGroup response of generation {r['sync_generation']} (wire line {r['sync_line']}) "
+            f"{r['ts'] - r['sync_ts']:.0f} ms before; its history has no event of generation {r['sync_generation']}: "
+            "received, not yet applied", members=[r["member"]], partitions=parts, generation=r["sync_generation"],
+            ts=r["ts"], allowed_by="E5/not-yet-applied",
+            evidence={"wire_line": r["line"], "kind": "not-yet-applied", "assignment_wire_line": r["sync_line"],
+                      "assignment_generation": r["sync_generation"], "assignment_applied": False}))
     for (run, member, kind, parts), joins in _same_declarations([r for r in rows if r["kind"] != "slack"]).items():
         lines = [r["line"] for r in joins]
         where = "JoinGroup" if len(lines) == 1 else f"{len(lines)} JoinGroups (wire lines {', '.join(map(str, lines))})"

@@ -42,6 +42,15 @@ _RULES: tuple[Rule, ...] = (
          "of the JoinGroup (the wire's exact check, against the last SyncGroup response, still applies)",
          "The wire tap and the harness are different processes stamping epoch ms, and a harness records an "
          "assignment in its callback, after the client took it: the history can lag the wire by up to a poll."),
+    Rule("E5/not-yet-applied", "E5",
+         "a declared partition that the member's history does not show owned, when the member's last SyncGroup "
+         "response before the JoinGroup (since it last started, under the JoinGroup's member id) assigned it, its "
+         "history has no event of that assignment's generation, and no revoked or lost of the partition between "
+         "that response and the JoinGroup (the wire's exact check, against the last SyncGroup response, still "
+         "applies)",
+         "KIP-429: a member declares as owned the partitions of the last assignment it received. A harness records "
+         "an assignment only when the client's callback runs, and a new rebalance can begin before it does (seen: "
+         "Sarama 1.61.1 rejoined 93 ms after a SyncGroup response, before ConsumerGroupHandler.Setup ran for it)."),
     Rule("L1/fault-hit-leader", "L1",
          "a generation whose leader sent no SyncGroup when a fault hit that leader or the broker between the "
          "generation's join and the next join",
