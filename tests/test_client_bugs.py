@@ -21,6 +21,18 @@ them while the crashed member's ownership ran to the run's end). The bug class t
 hide is still caught: in the mutant copy m0 consumes orders-1 two seconds after Java was given it
 (a member alive and consuming what another owns, then crashing), and R2 fails.
 
+franz-go's cooperative-sticky leader does not read the owned partitions of a member whose
+subscription has no generation (docs/client-bugs/franz-go-generationless-owned.md). In the recorded
+default leader-rotation cell m5-franz-go leads generation 5 after m0-reference left holding orders-0
+and orders-1; m4-kafka-python (subscription v1, no userData) declares orders-6 and orders-11. Five
+members share 12 partitions (3, 3, 2, 2, 2), so no partition of a member that stayed need move; the
+leader gives kafka-python orders-0, orders-1 and orders-6 and withholds orders-11, which Java gets in
+generation 6. L4 must name that move, taken by franz-go of a claim without a generation, and the
+known-issue row must excuse exactly that (it does so for generations 5, 17 and 27 of the run).
+The row must not excuse the same move by another leader: the mutant copy makes m1-java the leader
+of generation 5 (the JoinGroup answers name it, its answer carries the member list, its SyncGroup
+the assignments), and L4 fails.
+
 All copies are judged by one real ``conformance report`` (one Spark start).
 """
 
@@ -42,6 +54,7 @@ pytestmark = pytest.mark.slow
 BUGS = Path(__file__).resolve().parent.parent / "fixtures" / "client-bugs"
 ARCHIVE = BUGS / "kafka-python-3.0.12-discarded-join.tar.xz"
 CRASH_ARCHIVE = BUGS / "librdkafka-2.16.1-v0-subscription-crash.tar.xz"
+FRANZ_ARCHIVE = BUGS / "franz-go-1.22.3-generationless-owned.tar.xz"
 MEMBER = "m4-kafka-python"
 SYNC_TS = 1795693742505.1436   # the SyncGroup answer of generation 7 to m4 (wire line 3286)
 
@@ -84,7 +97,39 @@ def _copies(root: Path) -> dict[str, Path]:
     events.append({**batch, "ts": given + 2000, "partition": 1, "first_offset": 10_000, "last_offset": 10_000,
                    "count": 1})
     history.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    with tarfile.open(FRANZ_ARCHIVE) as tar:
+        tar.extractall(root / "franz-original", filter="data")
+    (franz,) = (root / "franz-original").iterdir()
+    for name in ("generationless", "generationless-java-led"):
+        dirs[name] = runs / name
+        shutil.copytree(franz, dirs[name])
+    _lead_by(dirs["generationless-java-led"], generation=5, leader="m1-java")
     return dirs
+
+
+def _lead_by(run: Path, generation: int, leader: str) -> None:
+    """Make ``leader`` the leader of ``generation`` in the copy ``run``: every JoinGroup answer of that
+    generation names its member id, its answer carries the member list and its SyncGroup request the
+    assignments (taken from the recorded leader's frames, which are left without them)."""
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    manifest["run_id"] = manifest["run_id"] + "-" + leader
+    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    wire = run / "wire.jsonl"
+    frames = [json.loads(x) for x in wire.read_text(encoding="utf-8").splitlines()]
+    joins = [f for f in frames if f["api"] == "JoinGroup" and f["direction"] == "response"
+             and f.get("generation") == generation and f.get("error_code") == 0]
+    syncs = [f for f in frames if f["api"] == "SyncGroup" and f["direction"] == "request"
+             and f.get("generation") == generation]
+    (old_join,) = [f for f in joins if f["members"]]
+    (new_join,) = [f for f in joins if f["member"] == leader]
+    (old_sync,) = [f for f in syncs if f["assignments"]]
+    (new_sync,) = [f for f in syncs if f["member"] == leader]
+    assert old_join["member"] != leader, "the recorded leader is another member"
+    new_join["members"], old_join["members"] = old_join["members"], []
+    new_sync["assignments"], old_sync["assignments"] = old_sync["assignments"], []
+    for f in joins:
+        f["leader"] = new_join["member_id"]
+    wire.write_text("".join(json.dumps(f) + "\n" for f in frames), encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
@@ -144,3 +189,43 @@ def test_a_member_consuming_what_another_owns_before_it_crashes_still_fails_r2(v
     r2 = verdicts["crash-consumed-late"]["invariants"]["R2"]
     assert r2["status"] == "fail", r2
     assert any(x["members"] == ["m0-librdkafka", "m2-java"] and "orders-1" in x["message"] for x in r2["violations"]), r2
+
+
+def _l4(verdict: dict, from_generation: int) -> dict:
+    (finding,) = [v for v in verdict["invariants"]["L4"]["violations"]
+                  if v["evidence"]["from_generation"] == from_generation]
+    return finding
+
+
+def test_franz_go_moving_a_claim_without_a_generation_is_a_known_issue(verdicts):
+    v = verdicts["generationless"]
+    moved = _l4(v, 4)
+    assert moved["partitions"] == [["orders", 11]] and moved["generation"] == 6, moved
+    assert moved["evidence"] == {"moved": 1, "needed": 0, "from_generation": 4, "taken_in": [5],
+                                 "taken_by": "franz-go", "declared_without_generation": True}, moved
+    assert "m5-franz-go" in moved["members"] and MEMBER in moved["members"]
+    assert "taken by m5-franz-go in generation(s) 5" in moved["message"], moved["message"]
+    assert [(x["evidence"]["from_generation"], x["evidence"]["taken_in"]) for x in sorted(
+        v["invariants"]["L4"]["violations"], key=lambda x: x["evidence"]["from_generation"])] == [
+        (4, [5]), (16, [17]), (26, [27])]
+    assert all(x["known_issue"]["reference"].startswith("docs/client-bugs/franz-go-generationless-owned.md")
+               for x in v["invariants"]["L4"]["violations"])
+    assert v["invariants"]["L4"]["status"] == "known-issue"
+
+
+def test_the_same_move_by_another_leader_still_fails_l4(verdicts):
+    v = verdicts["generationless-java-led"]
+    moved = _l4(v, 4)
+    assert moved["partitions"] == [["orders", 11]], moved
+    assert moved["evidence"]["taken_by"] == "java" and moved["evidence"]["declared_without_generation"] is True
+    assert "known_issue" not in moved
+    assert v["invariants"]["L4"]["status"] == "fail" and v["verdict"] == "fail"
+
+
+def test_the_franz_go_row_needs_its_leader_and_a_claim_without_a_generation():
+    bare = {"taken_by": "franz-go", "declared_without_generation": True}
+    assert match("L4", ["franz-go@1.22.3"], bare) is not None
+    assert match("L4", ["franz-go@1.7.0"], bare) is not None                     # every release reads it so
+    assert match("L4", ["franz-go@1.22.3"], {**bare, "declared_without_generation": False}) is None
+    assert match("L4", ["franz-go@1.22.3"], {**bare, "taken_by": "franz-go,java"}) is None
+    assert match("L4", ["java@4.4.0"], bare) is None

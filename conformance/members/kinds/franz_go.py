@@ -37,6 +37,7 @@ from conformance import config, go_install, registries
 from conformance.errors import UsageError
 from conformance.members.harness_config import STRATEGIES
 from conformance.members.kinds import Feature, release_tuple
+from conformance.members.known_issues import KnownIssue
 
 KIND = "franz-go"
 MODULE = "github.com/twmb/franz-go"
@@ -63,11 +64,21 @@ OLDEST_WHY = ("the franz-go harness reads member id and generation with kgo.Clie
 GOLDEN_VERSIONS: tuple[str, ...] = ("1.7.0", "1.20.2", "1.22.3")
 
 #: Not in the default matrix yet: in its first default leader-rotation cell (2026-11-26, six kinds),
-#: each generation franz-go 1.22.3 led after a member left failed L4 (it took a partition from a
-#: member that stayed and declared it owned, where no move was needed; 3 of 3 such generations).
-#: Until that is triaged (its balancer's documented behaviour, or a bug to report), the default
-#: matrix keeps the five kinds it passes with; ``--clients ...,franz-go`` runs it anywhere.
+#: each generation franz-go 1.22.3 led after a member left failed L4. Triaged: its balancer does not
+#: read the owned partitions of a cooperative member whose subscription has no generation
+#: (kafka-python 3.x writes v1 without userData), so it moves what that member owns where Java's
+#: assignor keeps it: :data:`KNOWN_ISSUES`. ``--clients ...,franz-go`` runs it anywhere.
 IN_DEFAULT_MIX: bool = False
+
+#: Its rows of the known-issues table (conformance.members.known_issues).
+KNOWN_ISSUES: tuple[KnownIssue, ...] = (
+    KnownIssue("franz-go", None, None, "L4", "docs/client-bugs/franz-go-generationless-owned.md "
+               "(pkg/kgo/internal/sticky/sticky.go parseMemberMetadata; no upstream report yet)",
+               "the cooperative-sticky leader reads a member's OwnedPartitions only when its subscription carries "
+               "a generation (v2+), else only a StickyAssignor userData: a v1 member's owned partitions (kafka-python "
+               "3.x; Java before 3.4) count as unowned, and it moves them where no move is needed",
+               evidence=(("taken_by", "franz-go"), ("declared_without_generation", True))),
+)
 
 _SRC = "kgo's group_balancer.go / config.go of each release (module proxy zips)"
 FEATURES: tuple[Feature, ...] = (

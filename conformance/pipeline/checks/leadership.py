@@ -46,6 +46,15 @@ Scope and allowed findings (each rule named in :mod:`conformance.pipeline.checks
   owned, its userData still naming them), or that rebalances eagerly (e.g.
   ``[cooperative-sticky, range]`` during an upgrade: it revokes everything and
   declares nothing) has partitions no assignor could keep in place.
+- An L4 finding names the members that stayed and the leaders that took the
+  moved partitions; its evidence says who took them (``taken_by``: the kinds
+  of those generations' leaders, comma-separated) and whether every moved
+  partition was told only through OwnedPartitions of a cooperative
+  subscription without a generation (v0/v1, or generation -1) and not in its
+  sticky userData's previous assignment (``declared_without_generation``):
+  what franz-go's balancer does not read (a known issue of its kind module,
+  docs/client-bugs/franz-go-generationless-owned.md; Java's assignor keeps
+  such claims).
 """
 
 from __future__ import annotations
@@ -354,7 +363,20 @@ def check_l4(t: Tables) -> list[dict]:
                     F.explode(F.when(is_cooperative(F.col("protocol_name")), owned)
                               .otherwise(F.array_union(owned, F.coalesce("userdata_previous", F.array())))).alias("tp"))
             .select("run", "generation", "subject_member_id", "tp.topic", "tp.partition"))
-    rows, synced_rows, view_rows, ids_at, told = t.collect_many(rows, synced_rows, view_rows, ids_at, told)
+    # Claims told only through OwnedPartitions of a cooperative subscription without a generation and not in
+    # its sticky userData's previous assignment (what franz-go's balancer does not read).
+    bare = (t.subscriptions.where((F.col("source") == "leader-view") & F.col("decode_error").isNull()
+                                  & is_cooperative(F.col("protocol_name"))
+                                  & (F.coalesce("sub_generation", F.lit(-1)) < 0))
+            .select("run", "generation", "subject_member_id",
+                    F.explode(F.array_except(owned, F.coalesce("userdata_previous", F.array()))).alias("tp"))
+            .select("run", "generation", "subject_member_id", "tp.topic", "tp.partition"))
+    leaders = t.generations.select("run", "generation", "leader", "leader_kind")
+    rows, synced_rows, view_rows, ids_at, told, bare, leaders = t.collect_many(
+        rows, synced_rows, view_rows, ids_at, told, bare, leaders)
+    without_generation = {(r["run"], r["generation"], r["subject_member_id"], (r["topic"], r["partition"]))
+                          for r in bare}
+    leader_of = {(r["run"], r["generation"]): (r["leader"], r["leader_kind"]) for r in leaders}
     # (run, generation, member id): partitions that JoinGroup told the leader of: declared owned, and in an
     # eager generation also the sticky userData's previous assignment (what the generation's assignor reads).
     declared: dict[tuple, set] = defaultdict(set)
@@ -367,11 +389,11 @@ def check_l4(t: Tables) -> list[dict]:
         if r["topic"] is not None:
             got.add((r["topic"], r["partition"]))
 
-    def taken(run: str, g1: int, g2: int, who: str, tp: tuple) -> bool:
-        """Some leader after ``g1``, up to ``g2``, did not give ``who`` partition ``tp`` although its JoinGroup
-        of that generation said it had it."""
-        return any(tp in declared.get((run, h, who), ()) and tp not in given.get((run, h, who), {tp})
-                   for h in range(g1 + 1, g2 + 1))
+    def taken_in(run: str, g1: int, g2: int, who: str, tp: tuple) -> list[int]:
+        """The generations after ``g1``, up to ``g2``, whose leader did not give ``who`` partition ``tp``
+        although its JoinGroup of that generation said it had it."""
+        return [h for h in range(g1 + 1, g2 + 1)
+                if tp in declared.get((run, h, who), ()) and tp not in given.get((run, h, who), {tp})]
     # Member ids per generation, complete or not: L4 compares two complete generations only
     # when every generation after the first has the second's members (one join or leave,
     # then its follow-up rounds); across several membership changes, moves can be needed.
@@ -402,18 +424,30 @@ def check_l4(t: Tables) -> list[dict]:
                 continue
             o1, o2 = owners[(run, g1)], owners[(run, g2)]
             survivors = [m for m in s2 if m in s1]
-            moved = sorted(tp for tp, m in o1.items() if m in survivors and o2.get(tp) != m and taken(run, g1, g2, m, tp))
+            takings = {tp: (m, taken_in(run, g1, g2, m, tp)) for tp, m in o1.items() if m in survivors and o2.get(tp) != m}
+            takings = {tp: mh for tp, mh in takings.items() if mh[1]}
+            moved = sorted(takings)
             prev_counts: dict[str, int] = defaultdict(int)
             for tp, m in o1.items():
                 if tp in o2:
                     prev_counts[m] += 1
             needed = min_moves(prev_counts, survivors, len(o2), len(s2))
             if len(moved) > needed:
+                gens_taking = sorted({h for _, hs in takings.values() for h in hs})
+                takers = [leader_of.get((run, h), (None, None)) for h in gens_taking]
+                taker_names = sorted({n for n, _ in takers if n})
+                bare_only = all((run, h, m, tp) in without_generation for tp, (m, hs) in takings.items() for h in hs)
                 out.append(violation("L4", run, f"generation {g1} -> {g2} moved {len(moved)} partitions away from "
-                                     f"members that stayed, {needed} would do: {fmt_tps(moved)}",
-                                     members=[names.get(m, m) for m in survivors],
+                                     f"members that stayed, {needed} would do: {fmt_tps(moved)} (taken by "
+                                     f"{', '.join(taker_names) or 'an unknown leader'} in generation(s) "
+                                     f"{', '.join(map(str, gens_taking))})",
+                                     members=[names.get(m, m) for m in survivors]
+                                     + [n for n in taker_names if n not in {names.get(m, m) for m in survivors}],
                                      generation=g2, partitions=[list(tp) for tp in moved],
-                                     evidence={"moved": len(moved), "needed": needed, "from_generation": g1}))
+                                     evidence={"moved": len(moved), "needed": needed, "from_generation": g1,
+                                               "taken_in": gens_taking,
+                                               "taken_by": ",".join(sorted({k or "unknown" for _, k in takers})),
+                                               "declared_without_generation": bare_only}))
     return out
 
 
