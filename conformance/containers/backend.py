@@ -3,7 +3,8 @@ on a run's containers (:class:`conformance.containers.cluster.DockerCluster`).
 
 A member's handle is its :class:`conformance.members.launch.MemberProcess`, whose incarnation is a
 :class:`conformance.containers.members.ManagedContainer`. A kill is ``docker kill -s KILL`` (of the container frozen first by
-``docker pause``, so that it writes nothing after the log's ``kill`` line), a
+``docker pause``, its processes SIGKILLed while frozen, so that it writes nothing after the log's
+``kill`` line), a
 graceful stop ``docker stop`` (SIGTERM, SIGKILL after the grace period), a pause ``docker pause``
 and a resume ``docker unpause``; a path cut disables the member's proxy in the toxiproxy container
 and toxics go on that proxy, as on the processes path; the broker restarts as its container
@@ -30,12 +31,13 @@ class DockerBackend(ProcessesBackend):
     cluster: DockerCluster  # type: ignore[assignment]
 
     def hold_member(self, member: str, handle: Any) -> None:
-        """``docker pause`` before a kill is logged: ``docker kill`` is an API call that takes its
-        time (seen: 170 ms under load), in which the member would still write to its history after
-        the log's ``kill`` line; frozen, it should write nothing more, as with SIGKILL on the processes
-        path. Not yet a guarantee: in one of two runs at load average 45 the member's history still
-        held events 115 ms after the line (tests/test_docker_backend.py's same-verdict cell is xfail
-        for it). ``docker kill -s KILL`` kills a paused container."""
+        """``docker pause`` before a kill is logged, returning once the kernel reports the container's
+        cgroup frozen: ``docker kill`` is an API call that takes its time (seen: 170 ms under load), in
+        which the member would still write to its history after the log's ``kill`` line. The kill
+        that follows SIGKILLs the frozen processes themselves before ``docker kill`` thaws them
+        (:meth:`conformance.containers.members.ManagedContainer.kill`), so, as with SIGKILL on the
+        processes path, nothing of the member follows the line, and the line's time is when the
+        member stopped (tests/test_docker_backend.py: a killed member writes nothing after it)."""
         handle.pause()
 
     def restart_broker(self, kill: bool) -> None:

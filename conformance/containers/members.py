@@ -14,8 +14,10 @@ containers instead of processes. Guarantees:
   every file the harness writes are where the pipeline reads them.
 - A :class:`ManagedContainer` behaves as :class:`~conformance.cluster.supervisor.ManagedProcess`
   does: ``terminate`` is ``docker stop`` (SIGTERM, SIGKILL after the timeout; a paused container
-  is unpaused first), ``kill`` is ``docker kill -s KILL``, ``pause``/``resume`` are ``docker
-  pause``/``unpause``; each returns once it is in force. ``returncode`` follows
+  is unpaused first), ``kill`` is ``docker kill -s KILL`` (a frozen container's processes are
+  SIGKILLed first, each, so none runs again when docker's kill thaws it), ``pause``/``resume`` are
+  ``docker pause``/``unpause``; each returns once it is in force (a pause once the kernel reports
+  the container's cgroup frozen, where it is readable here). ``returncode`` follows
   :mod:`subprocess`: a container that ``--init`` reports ended by signal N (exit code 128+N) has
   code -N, so an exit note reads "was killed by signal SIGKILL" on both paths.
 - The container's output is appended to ``logs/<member>.log`` as it is written.
@@ -118,9 +120,15 @@ class ManagedContainer:
         return code if code is not None else self.kill()
 
     def kill(self) -> int:
-        """``docker kill -s KILL``, then the exit code."""
+        """``docker kill -s KILL``, then the exit code. A frozen container's processes get SIGKILL
+        first, each, while frozen (where its cgroup is readable here): docker's kill sends SIGKILL to
+        the container's init (``--init``) and thaws the container, and the harness, thawed with it,
+        would run (and write its history) until init's death reached it, seen 65-237 ms; with the
+        signal already pending, no process runs a user instruction after the thaw."""
         import docker.errors
         self._asked_to_stop = True
+        if self.frozen():
+            self._kill_frozen_processes()
         try:
             self.container.kill(signal="SIGKILL")
         except docker.errors.APIError:
@@ -131,9 +139,72 @@ class ManagedContainer:
         return code
 
     def pause(self) -> None:
-        """``docker pause`` (the cgroup freezer), in force when it returns."""
-        if self.alive():
-            self.container.pause()
+        """``docker pause`` (the cgroup freezer), in force when it returns: the kernel's freezer state
+        of the container's cgroup reads frozen (:meth:`frozen`), else :class:`SuiteError` after 10 s.
+        A pause the runtime gave up on ("unable to freeze": a cgroup v1 freezer can stay FREEZING
+        while the container forks, seen under load) is asked again until then."""
+        import docker.errors
+        if not self.alive():
+            return
+        deadline = time.monotonic() + 10.0
+        error: Exception | None = None
+        while not self.frozen():
+            if time.monotonic() >= deadline:
+                raise SuiteError(f"container {self.container.name} is not frozen 10 s after docker pause "
+                                 f"(state {self._state().get('Status')!r}, cgroup {self._freezer_file()}, "
+                                 f"last error: {error})")
+            try:
+                if self._state().get("Status") == "running":
+                    self.container.pause()
+            except docker.errors.APIError as exc:
+                error = exc
+                if not self.alive():
+                    return   # it exited meanwhile: nothing left to freeze
+            time.sleep(0.005)
+
+    def _freezer_file(self) -> Path | None:
+        """The container's freezer state file on this host, where the engine is local and keeps its
+        cgroups at the cgroupfs or systemd driver's paths (v1: ``freezer.state``, v2: ``cgroup.events``;
+        beside it, ``cgroup.procs`` lists the container's processes by host pid)."""
+        cid = self.container.id
+        for path in (Path("/sys/fs/cgroup/freezer/docker", cid, "freezer.state"),
+                     Path("/sys/fs/cgroup/freezer/system.slice", f"docker-{cid}.scope", "freezer.state"),
+                     Path("/sys/fs/cgroup/docker", cid, "cgroup.events"),
+                     Path("/sys/fs/cgroup/system.slice", f"docker-{cid}.scope", "cgroup.events")):
+            if path.exists():
+                return path
+        return None
+
+    def _kill_frozen_processes(self) -> None:
+        """SIGKILL to every process of the (frozen) container, by host pid; nothing where its cgroup
+        is not readable here (a remote engine: docker's kill alone, then)."""
+        import os
+        import signal
+        path = self._freezer_file()
+        if path is None:
+            return
+        try:
+            pids = [int(p) for p in (path.parent / "cgroup.procs").read_text().split()]
+        except (OSError, ValueError):
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def frozen(self) -> bool:
+        """Whether every process of the container is frozen: the kernel's word where the cgroup is
+        readable here (``FROZEN``, or ``frozen 1``), else the engine's (``State.Paused``)."""
+        path = self._freezer_file()
+        if path is not None:
+            try:
+                text = path.read_text()
+            except OSError:
+                text = ""
+            if text:
+                return text.strip() == "FROZEN" if path.name == "freezer.state" else "frozen 1" in text.splitlines()
+        return bool(self._state().get("Paused"))
 
     def resume(self) -> None:
         """``docker unpause``; nothing when the container is not paused."""
