@@ -67,6 +67,15 @@ def timing(cells):
     )
 
 
+def formed_by_end(t: Tables):
+    """(run, generation) of the generations formed by the scenario's end (a JoinGroup response at or before
+    the manifest's ``end_ts``; every generation when the run has none). Teardown, after ``end_ts``, stops
+    members one by one: a generation the last of them forms alone says nothing of the group the scenario
+    built, so judgements of "the final generation" (L2, L3, R5) take the last of these."""
+    return (t.generations.select("run", "generation", "join_ts").join(t.cells.select("run", "end_ts"), "run", "left")
+            .where(F.col("end_ts").isNull() | (F.col("join_ts") <= F.col("end_ts"))).select("run", "generation"))
+
+
 def fault_windows(t: Tables):
     """(run, fault, target, w_start, w_end, t0) during which ``target`` (a member, or ``broker``) may look
     dead to the group: from a :data:`DEAD_LOOKING` fault's invocation to its heal (the run's end when

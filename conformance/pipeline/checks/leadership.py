@@ -65,7 +65,7 @@ from pyspark.sql import functions as F
 
 from conformance import config
 from conformance.faults import STOP_LINES
-from conformance.pipeline.checks.common import fmt_tps, timing, violation
+from conformance.pipeline.checks.common import fmt_tps, formed_by_end, timing, violation
 from conformance.pipeline.derived import Tables, is_cooperative
 
 #: Nemesis faults that stop a member until its next ``start`` (from the table of faults).
@@ -253,11 +253,8 @@ def _build_complete_gens(t: Tables):
             .join(t.partitions, ["run", "topic", "partition"])
             .groupBy("run", "generation").agg(F.count("*").alias("have")))
     gens = a.select("run", "generation").distinct()
-    # The final generation is the last one formed by the scenario's end: teardown (after end_ts) stops
-    # members one by one, and a generation the last of them forms alone says nothing of convergence.
-    formed = (t.generations.select("run", "generation", "join_ts").join(t.cells.select("run", "end_ts"), "run", "left")
-              .where(F.col("end_ts").isNull() | (F.col("join_ts") <= F.col("end_ts"))).select("run", "generation"))
-    last = gens.join(formed, ["run", "generation"]).groupBy("run").agg(F.max("generation").alias("last_gen"))
+    # The final generation is the last one formed by the scenario's end (not one of teardown).
+    last = gens.join(formed_by_end(t), ["run", "generation"]).groupBy("run").agg(F.max("generation").alias("last_gen"))
     return (gens.join(need, ["run", "generation"], "left").join(have, ["run", "generation"], "left").join(last, "run")
             .select("run", "generation", (F.coalesce("have", F.lit(0)) >= F.coalesce("needed", F.lit(0))).alias("complete"),
                     (F.col("generation") == F.col("last_gen")).alias("final"), "needed", "have"))

@@ -50,8 +50,11 @@ Scope and allowed findings (each rule named in :mod:`conformance.pipeline.checks
 - R5: a member rebalances eagerly, and must revoke everything before it
   rejoins, when its previous generation was eager or when it offers any
   eager assignor (a client runs the protocol all its assignors support).
-- R5: the final generation's protocol is not judged in a run cut short (a
-  suite error or Ctrl-C): an upgrade stopped halfway rightly ends eager.
+- R5: the final generation is the last one formed by the scenario's end
+  (manifest ``end_ts``), as for L2 and L3: in teardown members stop one by
+  one, and the last one forms a generation alone with its own protocol.
+  Its protocol is not judged in a run cut short (a suite error or Ctrl-C):
+  an upgrade stopped halfway rightly ends eager.
 
 Culprits: R1 names the leader that gave a validly claimed partition to
 another member. R4 names the one member a SyncGroup response gave the revoked
@@ -68,7 +71,7 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from conformance import config
-from conformance.pipeline.checks.common import fmt_tps, split_by_fault_windows, timing, violation, window_text
+from conformance.pipeline.checks.common import fmt_tps, formed_by_end, split_by_fault_windows, timing, violation, window_text
 from conformance.pipeline.checks.leadership import assignment_rows, generation_member_ids
 from conformance.pipeline.derived import Tables, is_cooperative
 
@@ -354,7 +357,9 @@ def check_r5(t: Tables) -> list[dict]:
     per_gen = (in_gen.groupBy("run", "generation", "protocol_name")
                .agg(F.collect_list(F.struct("member", F.col("protos")[0]["protocol_name"].alias("first"),
                                             F.transform("protos", lambda p: p["protocol_name"]).alias("all"))).alias("ms")))
-    final = (t.generations.join(t.generations.groupBy("run").agg(F.max("generation").alias("generation")),
+    # The final generation: the last one formed by the scenario's end, not one the last member left
+    # forms alone during teardown (its protocol is that member's, whatever the mix).
+    final = (t.generations.join(formed_by_end(t).groupBy("run").agg(F.max("generation").alias("generation")),
                                 ["run", "generation"])
              .join(t.cells.where(F.col("complete")).select("run", "expected_protocol"), "run")
              .where(F.col("expected_protocol").isNotNull()))
