@@ -13,9 +13,11 @@ Bounded (200 examples each, no deadline) so the file runs in seconds.
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -70,6 +72,13 @@ def test_scenario_parser_on_statements_with_awkward_values(text: str) -> None:
 
 
 _DIR = Path(tempfile.mkdtemp(prefix="conformance-fuzz-"))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _remove_fuzz_dir():
+    """The module's scratch directory goes when its tests are done (a test run leaves nothing in /tmp)."""
+    yield
+    shutil.rmtree(_DIR, ignore_errors=True)
 
 
 @FUZZ
