@@ -48,6 +48,7 @@ def test_cooperative_support_boundaries() -> None:
 def test_strategies_are_canonical_and_match_each_client() -> None:
     assert "sticky" not in librdkafka.strategies_supported("2.16.1")  # librdkafka has no eager sticky
     assert kafka_python.strategies_supported("2.3.3") == ["sticky", "range", "roundrobin"]
+    assert kafka_python.strategies_supported("2.0.0") == ["range", "roundrobin"]  # sticky from 2.0.2
     assert kafka_python.strategies_supported("3.0.12")[0] == "cooperative-sticky"
     for mod in KINDS:
         for v in mod.known_versions():

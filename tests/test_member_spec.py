@@ -75,9 +75,9 @@ PYPI = ["0.11.6", "1.0.0", "1.9.0", "1.9.2", "2.0.2", "2.15.0", "2.16.1"]
      "sarama@1.26.0: the Sarama harness commits with ConsumerGroupSession.Commit, which Sarama has from "
      "1.27.0; the oldest that run: 1.27.0, 1.30.0, 1.38.1, 1.61.1"),
     ("sarama", "1.19.0", None, "choose 1.27.0 or later"),
-    ("kafka-python", "2.0.2", ["2.0.2", "2.1.0", "2.3.3", "3.0.12"],
-     "kafka-python@2.0.2: the kafka-python harness commits with OffsetAndMetadata(offset, metadata, leader_epoch), "
-     "which kafka-python has from 2.1.0; the oldest that run: 2.1.0, 2.3.3, 3.0.12"),
+    ("kafka-python", "1.4.7", ["1.4.7", "2.0.0", "2.3.3", "3.0.12"],
+     "kafka-python@1.4.7: the kafka-python harness supports kafka-python 2.0.0 or later (1.x releases are not "
+     "tried); the oldest that run: 2.0.0, 2.3.3, 3.0.12"),
 ])
 def test_version_problems_name_the_closest_versions(kind: str, version: str, listed, message: str) -> None:
     found = versions.problem(kind, version, listed)

@@ -25,6 +25,9 @@ Mapping of the contract onto kafka-python:
 - Commit modes: ``auto`` -> ``enable_auto_commit``; ``sync-batch`` -> a
   synchronous ``commit()`` of the batch's partitions after each poll;
   ``on-revoke`` -> commits only in the revoke callback and at close.
+- Commits carry ``OffsetAndMetadata`` in the shape the installed release
+  defines (read from its ``_fields``): ``(offset, metadata, leader_epoch)``
+  from 2.1.0, ``(offset, metadata)`` in 2.0.x.
 - SIGTERM: leave the poll loop, commit what is uncommitted, ``close()``
   (3.x revokes through the listener; both leave the group unless static),
   ``stopped``, exit 0.
@@ -47,6 +50,14 @@ from conformance.members.harness_config import HarnessConfig
 
 POLL_TIMEOUT_MS = 500
 BATCH_MAX = 500
+
+
+def offset_and_metadata(offset: int) -> OffsetAndMetadata:
+    """``offset`` with empty metadata, and an unknown leader epoch (-1) where this release's
+    OffsetAndMetadata has that field (2.1.0+; 2.0.x has offset and metadata only)."""
+    if "leader_epoch" in OffsetAndMetadata._fields:
+        return OffsetAndMetadata(offset, "", -1)
+    return OffsetAndMetadata(offset, "")
 
 
 def assignor_classes(names: list[str]) -> list[type]:
@@ -153,7 +164,7 @@ class Harness:
             return
         error: str | None = None
         try:
-            self.consumer.commit({TopicPartition(t, p): OffsetAndMetadata(o, "", -1) for t, p, o in offsets})
+            self.consumer.commit({TopicPartition(t, p): offset_and_metadata(o) for t, p, o in offsets})
             self.committed_at.update({(t, p): o for t, p, o in offsets})
         except Exception as exc:  # noqa: BLE001 - kafka-python raises many error types; all are recorded
             error = f"{type(exc).__name__}: {exc}"

@@ -9,10 +9,15 @@ Assignors, read from the releases' own sources: 3.x has
 ``kafka.coordinator.assignors.cooperative_sticky.CooperativeStickyAssignor``
 (name ``cooperative-sticky``, KIP-429, from 3.0.0) besides ``range``,
 ``roundrobin`` and ``sticky`` (``...sticky.sticky_assignor.StickyPartitionAssignor``);
-2.x (from 2.0.2) has the eager ``range``, ``roundrobin`` and ``sticky`` only.
+2.x has the eager ``range`` and ``roundrobin``, and ``sticky`` from 2.0.2.
 3.x cannot list a cooperative and an eager assignor together (its coordinator
 refuses the mix), so it has no ``mix-eager-cooperative`` feature. Static
 membership (``group_instance_id``) is 3.x only.
+
+Commits: ``OffsetAndMetadata`` is ``(offset, metadata)`` in 2.0.x (every
+patch to 2.0.6) and ``(offset, metadata, leader_epoch)`` from 2.1.0; the
+harness builds the shape the installed release defines, so every release
+from 2.0.0 runs.
 """
 
 from __future__ import annotations
@@ -30,19 +35,18 @@ PYPI_PACKAGE = "kafka-python"
 #: Where releases come from, for messages.
 REGISTRY = f"PyPI ({PYPI_PACKAGE})"
 #: The oldest release the harness runs, and why.
-OLDEST = "2.1.0"
-OLDEST_WHY = ("the kafka-python harness commits with OffsetAndMetadata(offset, metadata, leader_epoch), "
-              "which kafka-python has from 2.1.0")
+OLDEST = "2.0.0"
+OLDEST_WHY = "the kafka-python harness supports kafka-python 2.0.0 or later (1.x releases are not tried)"
 HARNESS: Path = config.CLIENTS_DIR / "kafka-python" / "harness.py"
 
 DEFAULT_VERSION = "3.0.12"
 #: Versions exercised by the harness tests against a real broker, the default first.
-KNOWN_VERSIONS: tuple[str, ...] = ("3.0.12", "2.3.3", "2.1.6")
+KNOWN_VERSIONS: tuple[str, ...] = ("3.0.12", "2.3.3", "2.0.6")
 #: What ``setup --all`` installs: the newest, 2.3.3 (the harness tests) and the newest patch of the
 #: oldest minor; CI's contract test runs the first and the last.
-TEST_VERSIONS: tuple[str, ...] = ("3.0.12", "2.3.3", "2.1.6")
+TEST_VERSIONS: tuple[str, ...] = ("3.0.12", "2.3.3", "2.0.6")
 #: The newest patch of every minor from OLDEST on PyPI (the nightly contract tier).
-MINOR_VERSIONS: tuple[str, ...] = ("3.0.12", "2.3.3", "2.2.21", "2.1.6")
+MINOR_VERSIONS: tuple[str, ...] = ("3.0.12", "2.3.3", "2.2.21", "2.1.6", "2.0.6")
 #: Releases whose golden vectors scripts/regen-golden.sh writes (clients/kafka-python/golden).
 GOLDEN_VERSIONS: tuple[str, ...] = ("2.3.3", "3.0.12")
 
