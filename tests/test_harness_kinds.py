@@ -49,6 +49,9 @@ def test_strategies_are_canonical_and_match_each_client() -> None:
     assert "sticky" not in librdkafka.strategies_supported("2.16.1")  # librdkafka has no eager sticky
     assert kafka_python.strategies_supported("2.3.3") == ["sticky", "range", "roundrobin"]
     assert kafka_python.strategies_supported("2.0.0") == ["range", "roundrobin"]  # sticky from 2.0.2
+    assert sarama.strategies_supported("1.23.1") == ["range", "roundrobin"]  # BalanceStrategySticky from 1.24.0
+    assert sarama.build_tags("1.26.4") == ["sarama_sticky"]
+    assert sarama.build_tags("1.27.0")[:2] == ["sarama_sticky", "sarama_session_commit"]
     assert kafka_python.strategies_supported("3.0.12")[0] == "cooperative-sticky"
     for mod in KINDS:
         for v in mod.known_versions():

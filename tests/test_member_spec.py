@@ -71,10 +71,10 @@ PYPI = ["0.11.6", "1.0.0", "1.9.0", "1.9.2", "2.0.2", "2.15.0", "2.16.1"]
     # pip takes 1.9 for 1.9.0; the suite names each release one way, and says which.
     ("librdkafka", "1.9", PYPI, "librdkafka@1.9: PyPI (confluent-kafka) lists this release as 1.9.0; "
                                 "write librdkafka@1.9.0"),
-    ("sarama", "1.26.0", ["1.26.0", "1.27.0", "1.30.0", "1.38.1", "1.61.1"],
-     "sarama@1.26.0: the Sarama harness commits with ConsumerGroupSession.Commit, which Sarama has from "
-     "1.27.0; the oldest that run: 1.27.0, 1.30.0, 1.38.1, 1.61.1"),
-    ("sarama", "1.19.0", None, "choose 1.27.0 or later"),
+    ("sarama", "1.18.0", ["1.18.0", "1.19.0", "1.30.0", "1.38.1", "1.61.1"],
+     "sarama@1.18.0: the Sarama harness needs the ConsumerGroup API, which Sarama has from 1.19.0; "
+     "the oldest that run: 1.19.0, 1.30.0, 1.38.1, 1.61.1"),
+    ("sarama", "1.18.0", None, "choose 1.19.0 or later"),
     ("kafka-python", "1.4.7", ["1.4.7", "2.0.0", "2.3.3", "3.0.12"],
      "kafka-python@1.4.7: the kafka-python harness supports kafka-python 2.0.0 or later (1.x releases are not "
      "tried); the oldest that run: 2.0.0, 2.3.3, 3.0.12"),

@@ -20,9 +20,9 @@ def test_clients_list_shows_every_kind_with_default_and_known_versions(capsys: p
     assert set(rows) == {"reference", "java", "librdkafka", "sarama", "kafka-python", "franz-go"}
     assert rows["franz-go"].split()[1:] == ["1.22.3", "1.7.0", "and", "later", "1.22.3,", "1.7.0"]
     # The range each kind's harness runs, and what each version has.
-    assert rows["sarama"].split()[1:5] == ["1.61.1", "1.27.0", "and", "later"]
-    assert ("  sarama: range, roundrobin, sticky: every version; static membership: from 1.34.0; assignor list: "
-            "from 1.37.0; cooperative-sticky, mix eager cooperative: from 1.60.0; cooperative: from 1.61.0"
+    assert rows["sarama"].split()[1:5] == ["1.61.1", "1.19.0", "and", "later"]
+    assert ("  sarama: range, roundrobin: every version; sticky: from 1.24.0; static membership: from 1.34.0; "
+            "assignor list: from 1.37.0; cooperative-sticky, mix eager cooperative: from 1.60.0; cooperative: from 1.61.0"
             in features.splitlines())
     assert "4.4.0" in rows["java"] and "4.4.0, 3.9.2, 2.8.2, 2.4.1" in rows["java"]
     # Each version with known issues names their invariants, and the table says what they are.

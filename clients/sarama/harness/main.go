@@ -8,7 +8,10 @@
 // github.com/Shopify/sarama (before 1.40) the build step rewrites that import
 // path in a temporary copy of this directory. Each version-dependent API sits
 // in a pair of files chosen by a build tag (kinds/sarama.py build_tags), so one
-// source builds against every release from 1.27.0: strategies_*.go by
+// source builds against every release from 1.19.0: commit_*.go by
+// sarama_session_commit (ConsumerGroupSession.Commit, 1.27.0+; before, marks
+// reach the broker through the offset manager's periodic flush), sticky.go /
+// no_sticky.go by sarama_sticky (BalanceStrategySticky, 1.24.0+), strategies_*.go by
 // sarama_coop (NewBalanceStrategyCooperativeSticky, 1.60.0+),
 // config_strategies_*.go by sarama_group_strategies (GroupStrategies, 1.37.0+;
 // before, exactly one Rebalance.Strategy), config_*instance_id.go by
@@ -34,6 +37,9 @@
 //     synchronous session.Commit() after each batch; on-revoke -> MarkOffset
 //     only, Commit() at revoke and Cleanup. session.Commit() returns no error:
 //     `committed.error` is null and a failure arrives as an `error` event.
+//     Before 1.27.0 there is no Commit(): marks are flushed every second and
+//     at the session's end (commit_marked.go), so `committed` records what
+//     was handed to Sarama, not a finished commit.
 //   - SIGTERM: cancel the Consume context (Cleanup runs), Close() the group
 //     (LeaveGroup unless static), `stopped`, exit 0. A client that cannot be
 //     created writes a fatal `error` and exits 2.
@@ -196,7 +202,7 @@ func (h *Handler) flush(s sarama.ConsumerGroupSession, offsets [][]any) {
 	if len(offsets) == 0 {
 		return
 	}
-	s.Commit()
+	flushMarked(s)
 	h.hist.Record("committed", map[string]any{"offsets": offsets, "error": nil})
 }
 
@@ -328,9 +334,11 @@ func saramaConfig(cfg *Config) (*sarama.Config, error) {
 		}
 	}
 	if cfg.RackID != nil && *cfg.RackID != "" {
-		sc.RackID = *cfg.RackID
+		if err := setRackID(sc, *cfg.RackID); err != nil {
+			return nil, err
+		}
 	}
-	sc.Consumer.Offsets.AutoCommit.Enable = cfg.CommitMode == "auto"
+	setCommitConfig(sc, cfg.CommitMode)
 	if cfg.AutoOffsetReset == "latest" {
 		sc.Consumer.Offsets.Initial = sarama.OffsetNewest
 	} else {

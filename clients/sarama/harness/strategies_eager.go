@@ -15,11 +15,11 @@ var saramaModule = moduleName
 func strategyFor(name string) (sarama.BalanceStrategy, error) {
 	switch name {
 	case "sticky":
-		return sarama.BalanceStrategySticky, nil
+		return stickyStrategy()
 	case "range":
 		return sarama.BalanceStrategyRange, nil
 	case "roundrobin":
 		return sarama.BalanceStrategyRoundRobin, nil
 	}
-	return nil, fmt.Errorf("assignment strategy %q is not available in this sarama (before 1.60 it has sticky, range, roundrobin)", name)
+	return nil, fmt.Errorf("assignment strategy %q is not available in this sarama (before 1.60 it has sticky from 1.24, range, roundrobin)", name)
 }

@@ -21,7 +21,16 @@ version-dependent call sits in a file pair selected by a build tag
 (:func:`build_tags`), so the harness builds against every release from
 :data:`OLDEST`:
 
-- 1.27.0+: ``ConsumerGroupSession.Commit`` (synchronous commits): :data:`OLDEST`.
+- 1.19.0+: ``ConsumerGroup`` with ``MarkOffset``; marks reach the broker
+  through the session's offset manager, which flushes every
+  ``Consumer.Offsets.CommitInterval`` (1 s) and when the session ends.
+- 1.24.0+: ``BalanceStrategySticky`` (tag ``sarama_sticky``; before it,
+  ``range`` and ``roundrobin`` only).
+- 1.27.0+: ``ConsumerGroupSession.Commit`` (synchronous commits; tag
+  ``sarama_session_commit``). Before it the harness marks and lets the
+  offset manager flush (``commit_marked.go``), so a ``committed`` event
+  records offsets handed to Sarama rather than a finished commit, and the
+  offset manager's automatic flush stays on in every commit mode.
 - 1.34.0+: ``Consumer.Group.InstanceId``, static membership (tag
   ``sarama_instance_id``; without it a static member is refused before the run
   and, should one be configured anyway, by the harness with a fatal error).
@@ -34,7 +43,7 @@ version-dependent call sits in a file pair selected by a build tag
   ``consumer_group_cooperative.go``: the session survives a rebalance, only
   revoked claims stop). 1.60.x lacks that file. So 1.61.0 is the first
   release with full KIP-429 member support, and ``supports_cooperative`` is
-  true from there. Before 1.60: eager ``sticky``, ``range``, ``roundrobin``,
+  true from there. Before 1.60: eager ``sticky`` (1.24+), ``range``, ``roundrobin``,
   so older releases are eager-only members.
 
 Expected verdicts: Sarama before 1.43.3 could send two OffsetCommit requests
@@ -64,21 +73,22 @@ SHOPIFY_MODULE = "github.com/Shopify/sarama"
 
 DEFAULT_VERSION = "1.61.1"
 #: Versions exercised by the harness tests against a real broker, the default first.
-KNOWN_VERSIONS: tuple[str, ...] = ("1.61.1", "1.38.1", "1.30.0", "1.27.2")
+KNOWN_VERSIONS: tuple[str, ...] = ("1.61.1", "1.38.1", "1.30.0", "1.27.2", "1.19.0")
 #: What ``setup --all`` installs: the newest, 1.38.1 (the harness tests), 1.30.0 (the one-assignor
-#: build's test) and the newest patch of the oldest minor; CI's contract test runs the first and the last.
-TEST_VERSIONS: tuple[str, ...] = ("1.61.1", "1.38.1", "1.30.0", "1.27.2")
+#: build's test), 1.27.2 (the first with ConsumerGroupSession.Commit) and the oldest minor's newest
+#: patch; CI's contract test runs the first and the last.
+TEST_VERSIONS: tuple[str, ...] = ("1.61.1", "1.38.1", "1.30.0", "1.27.2", "1.19.0")
 #: The newest patch of every minor from OLDEST (the nightly contract tier), each asked of the proxy
 #: by exact version (Shopify path before 1.40, IBM from 1.40; there is no 1.39).
 MINOR_VERSIONS: tuple[str, ...] = (
     "1.61.1", "1.60.2", "1.50.3", "1.49.0", "1.48.2", "1.47.0", "1.46.3", "1.45.2", "1.44.0", "1.43.3", "1.42.2",
     "1.41.3", "1.40.1", "1.38.1", "1.37.2", "1.36.0", "1.35.0", "1.34.1", "1.33.0", "1.32.0", "1.31.1", "1.30.1",
-    "1.29.1", "1.28.0", "1.27.2")
+    "1.29.1", "1.28.0", "1.27.2", "1.26.4", "1.25.0", "1.24.1", "1.23.1", "1.22.1", "1.21.0", "1.20.1", "1.19.0")
 #: Where releases come from, for messages.
 REGISTRY = f"the Go module proxy ({IBM_MODULE}, {SHOPIFY_MODULE})"
 #: The oldest release the harness builds against, and why.
-OLDEST = "1.27.0"
-OLDEST_WHY = "the Sarama harness commits with ConsumerGroupSession.Commit, which Sarama has from 1.27.0"
+OLDEST = "1.19.0"
+OLDEST_WHY = "the Sarama harness needs the ConsumerGroup API, which Sarama has from 1.19.0"
 #: Releases whose golden vectors scripts/regen-golden.sh writes (clients/sarama/golden), as
 #: (module path, version, build tags): sarama_gen = GenerationID/RackID fields (1.45+),
 #: sarama_coop = the cooperative-sticky strategy (1.60+).
@@ -94,7 +104,7 @@ _SRC = "Sarama's config.go / balance_strategy.go of each release (module proxy z
 FEATURES: tuple[Feature, ...] = (
     Feature("assignor:range", None, _SRC),
     Feature("assignor:roundrobin", None, _SRC),
-    Feature("assignor:sticky", None, _SRC),   # BalanceStrategySticky is older than OLDEST (1.24)
+    Feature("assignor:sticky", "1.24.0", "BalanceStrategySticky, balance_strategy.go of 1.24.0"),
     Feature("static-membership", "1.34.0", "Consumer.Group.InstanceId, config.go of 1.34.0"),
     Feature("assignor-list", "1.37.0", "Consumer.Group.Rebalance.GroupStrategies, config.go of 1.37.0"),
     Feature("assignor:cooperative-sticky", "1.60.0", "NewBalanceStrategyCooperativeSticky, 1.60.0"),
@@ -120,6 +130,8 @@ FIRST_COOPERATIVE_MEMBER = (1, 61, 0)   # IBM/sarama PR 3696
 FIRST_IBM_MODULE = (1, 40, 0)
 FIRST_INSTANCE_ID = (1, 34, 0)
 FIRST_GROUP_STRATEGIES = (1, 37, 0)
+FIRST_STICKY = (1, 24, 0)
+FIRST_SESSION_COMMIT = (1, 27, 0)
 
 
 def known_versions() -> list[str]:
@@ -138,7 +150,9 @@ def strategies_supported(version: str) -> list[str]:
 def build_tags(version: str) -> list[str]:
     """The harness's build tags for ``version``: one per version-dependent API it has."""
     v = release_tuple(version)
-    return [tag for tag, first in (("sarama_instance_id", FIRST_INSTANCE_ID),
+    return [tag for tag, first in (("sarama_sticky", FIRST_STICKY),
+                                   ("sarama_session_commit", FIRST_SESSION_COMMIT),
+                                   ("sarama_instance_id", FIRST_INSTANCE_ID),
                                    ("sarama_group_strategies", FIRST_GROUP_STRATEGIES),
                                    ("sarama_coop", FIRST_COOPERATIVE_STRATEGY)) if v >= first]
 
