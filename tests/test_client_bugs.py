@@ -29,6 +29,11 @@ members share 12 partitions (3, 3, 2, 2, 2), so no partition of a member that st
 leader gives kafka-python orders-0, orders-1 and orders-6 and withholds orders-11, which Java gets in
 generation 6. L4 must name that move, taken by franz-go of a claim without a generation, and the
 known-issue row must excuse exactly that (it does so for generations 5, 17 and 27 of the run).
+The same bug shows as R3 in a later default cell (same seed): franz-go leads generation 10, ignores
+kafka-python's v1 claim of orders-2 and orders-4 (6 members, 2 each: nothing need move), withholds
+orders-4, which kafka-python revokes and gets back in generation 11. R3 must name it, taken by
+franz-go of a claim without a generation (a known issue); with m3-sarama leading generation 10
+instead (the mutant), R3 fails.
 The row must not excuse the same move by another leader: the mutant copy makes m1-java the leader
 of generation 5 (the JoinGroup answers name it, its answer carries the member list, its SyncGroup
 the assignments), and L4 fails.
@@ -55,6 +60,7 @@ BUGS = Path(__file__).resolve().parent.parent / "fixtures" / "client-bugs"
 ARCHIVE = BUGS / "kafka-python-3.0.12-discarded-join.tar.xz"
 CRASH_ARCHIVE = BUGS / "librdkafka-2.16.1-v0-subscription-crash.tar.xz"
 FRANZ_ARCHIVE = BUGS / "franz-go-1.22.3-generationless-owned.tar.xz"
+FRANZ_R3_ARCHIVE = BUGS / "franz-go-1.22.3-generationless-owned-r3.tar.xz"
 MEMBER = "m4-kafka-python"
 SYNC_TS = 1795693742505.1436   # the SyncGroup answer of generation 7 to m4 (wire line 3286)
 
@@ -104,16 +110,28 @@ def _copies(root: Path) -> dict[str, Path]:
         dirs[name] = runs / name
         shutil.copytree(franz, dirs[name])
     _lead_by(dirs["generationless-java-led"], generation=5, leader="m1-java")
+    with tarfile.open(FRANZ_R3_ARCHIVE) as tar:
+        tar.extractall(root / "franz-r3-original", filter="data")
+    (franz_r3,) = (root / "franz-r3-original").iterdir()
+    for name in ("revoke-undone", "revoke-undone-sarama-led"):
+        dirs[name] = runs / name
+        shutil.copytree(franz_r3, dirs[name])
+        _rename(dirs[name], "-r3")        # the same seed and mix as the L4 run: another run id
+    _lead_by(dirs["revoke-undone-sarama-led"], generation=10, leader="m3-sarama")
     return dirs
+
+
+def _rename(run: Path, suffix: str) -> None:
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    manifest["run_id"] = manifest["run_id"] + suffix
+    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
 
 
 def _lead_by(run: Path, generation: int, leader: str) -> None:
     """Make ``leader`` the leader of ``generation`` in the copy ``run``: every JoinGroup answer of that
     generation names its member id, its answer carries the member list and its SyncGroup request the
     assignments (taken from the recorded leader's frames, which are left without them)."""
-    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
-    manifest["run_id"] = manifest["run_id"] + "-" + leader
-    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    _rename(run, "-" + leader)
     wire = run / "wire.jsonl"
     frames = [json.loads(x) for x in wire.read_text(encoding="utf-8").splitlines()]
     joins = [f for f in frames if f["api"] == "JoinGroup" and f["direction"] == "response"
@@ -229,3 +247,23 @@ def test_the_franz_go_row_needs_its_leader_and_a_claim_without_a_generation():
     assert match("L4", ["franz-go@1.22.3"], {**bare, "declared_without_generation": False}) is None
     assert match("L4", ["franz-go@1.22.3"], {**bare, "taken_by": "franz-go,java"}) is None
     assert match("L4", ["java@4.4.0"], bare) is None
+    assert match("R3", ["franz-go@1.22.3"], bare) is not None
+    assert match("R3", ["franz-go@1.22.3"], {**bare, "taken_by": "sarama"}) is None
+
+
+def test_franz_go_undoing_a_revoke_of_a_claim_without_a_generation_is_a_known_issue(verdicts):
+    v = verdicts["revoke-undone"]
+    (undone,) = v["invariants"]["R3"]["violations"]
+    assert undone["partitions"] == [["orders", 4]] and sorted(undone["members"]) == [MEMBER, "m5-franz-go"], undone
+    assert [(c["revoked_generation"], c["assigned_generation"]) for c in undone["evidence"]["cases"]] == [(10, 11)]
+    assert undone["evidence"]["taken_by"] == "franz-go" and undone["evidence"]["declared_without_generation"] is True
+    assert undone["known_issue"]["reference"].startswith("docs/client-bugs/franz-go-generationless-owned.md")
+    assert v["invariants"]["R3"]["status"] == "known-issue"
+
+
+def test_the_same_revoke_by_another_leader_still_fails_r3(verdicts):
+    v = verdicts["revoke-undone-sarama-led"]
+    (undone,) = v["invariants"]["R3"]["violations"]
+    assert sorted(undone["members"]) == ["m3-sarama", MEMBER] and undone["evidence"]["taken_by"] == "sarama", undone
+    assert "known_issue" not in undone
+    assert v["invariants"]["R3"]["status"] == "fail" and v["verdict"] == "fail"

@@ -78,6 +78,11 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "a generation (v2+), else only a StickyAssignor userData: a v1 member's owned partitions (kafka-python "
                "3.x; Java before 3.4) count as unowned, and it moves them where no move is needed",
                evidence=(("taken_by", "franz-go"), ("declared_without_generation", True))),
+    KnownIssue("franz-go", None, None, "R3", "docs/client-bugs/franz-go-generationless-owned.md "
+               "(the same bug seen as a revoke undone)",
+               "the same unread claims, when the balance then gives the partition back: the v1 member revokes a "
+               "partition it keeps, and gets it back in the next round",
+               evidence=(("taken_by", "franz-go"), ("declared_without_generation", True))),
 )
 
 _SRC = "kgo's group_balancer.go / config.go of each release (module proxy zips)"

@@ -46,7 +46,8 @@ Scope and allowed findings (each rule named in :mod:`conformance.pipeline.checks
   owned, its userData still naming them), or that rebalances eagerly (e.g.
   ``[cooperative-sticky, range]`` during an upgrade: it revokes everything and
   declares nothing) has partitions no assignor could keep in place.
-- An L4 finding names the members that stayed and the leaders that took the
+- An L4 finding (and an R3 finding: :mod:`conformance.pipeline.checks.revoke`)
+  names the members that stayed and the leaders that took the
   moved partitions; its evidence says who took them (``taken_by``: the kinds
   of those generations' leaders, comma-separated) and whether every moved
   partition was told only through OwnedPartitions of a cooperative
@@ -91,6 +92,24 @@ def generation_member_ids(t: Tables):
     and R3 compare them)."""
     return t.shared("generation_member_ids", lambda: leader_view(t).groupBy("run", "generation")
                     .agg(F.array_sort(F.collect_set("subject_member_id")).alias("ids")))
+
+
+def generationless_claims(t: Tables):
+    """(run, generation, subject_member_id, subject name, topic, partition): partitions a member told a
+    generation's leader of only through OwnedPartitions of a cooperative subscription without a
+    generation (v0/v1, or generation -1) and not in its sticky userData's previous assignment: what
+    franz-go's balancer does not read (L4 and R3 evidence; built once)."""
+    def build():
+        owned = F.coalesce("owned", F.array())
+        return (t.subscriptions.where((F.col("source") == "leader-view") & F.col("decode_error").isNull()
+                                      & is_cooperative(F.col("protocol_name"))
+                                      & (F.coalesce("sub_generation", F.lit(-1)) < 0))
+                .select("run", "generation", "subject_member_id",
+                        F.explode(F.array_except(owned, F.coalesce("userdata_previous", F.array()))).alias("tp"))
+                .join(t.member_ids.select("run", F.col("member_id").alias("subject_member_id"),
+                                          F.col("member").alias("subject")), ["run", "subject_member_id"], "left")
+                .select("run", "generation", "subject_member_id", "subject", "tp.topic", "tp.partition"))
+    return t.shared("generationless_claims", build)
 
 
 def leader_sync(t: Tables):
@@ -360,14 +379,7 @@ def check_l4(t: Tables) -> list[dict]:
                     F.explode(F.when(is_cooperative(F.col("protocol_name")), owned)
                               .otherwise(F.array_union(owned, F.coalesce("userdata_previous", F.array())))).alias("tp"))
             .select("run", "generation", "subject_member_id", "tp.topic", "tp.partition"))
-    # Claims told only through OwnedPartitions of a cooperative subscription without a generation and not in
-    # its sticky userData's previous assignment (what franz-go's balancer does not read).
-    bare = (t.subscriptions.where((F.col("source") == "leader-view") & F.col("decode_error").isNull()
-                                  & is_cooperative(F.col("protocol_name"))
-                                  & (F.coalesce("sub_generation", F.lit(-1)) < 0))
-            .select("run", "generation", "subject_member_id",
-                    F.explode(F.array_except(owned, F.coalesce("userdata_previous", F.array()))).alias("tp"))
-            .select("run", "generation", "subject_member_id", "tp.topic", "tp.partition"))
+    bare = generationless_claims(t)
     leaders = t.generations.select("run", "generation", "leader", "leader_kind")
     rows, synced_rows, view_rows, ids_at, told, bare, leaders = t.collect_many(
         rows, synced_rows, view_rows, ids_at, told, bare, leaders)
