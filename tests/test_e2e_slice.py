@@ -1,4 +1,4 @@
-"""The end-to-end slice: reference, java, librdkafka and sarama in one group, for real.
+"""The end-to-end slice: reference, java, librdkafka, sarama and franz-go in one group, for real.
 
 Clean: ``leader-rotation``, ``crash-restart`` and ``upgrade-eager-to-cooperative``
 pass every invariant, and the upgrade really starts eager and ends cooperative
@@ -26,7 +26,7 @@ from conformance.scenarios.matrix import build_cells, run_matrix
 # Five real cells (about 1-3 minutes each on two cores) and one judging pass.
 pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.timeout(2400)]
 
-SLICE = "reference,java,librdkafka,sarama"
+SLICE = "reference,java,librdkafka,sarama,franz-go"
 SCENARIOS = ["leader-rotation", "crash-restart", "upgrade-eager-to-cooperative"]
 SEED = 20261121
 
@@ -62,7 +62,7 @@ def test_clean_slice_passes_every_invariant(slice_run, scenario: str) -> None:
 def test_every_kind_led_in_leader_rotation(slice_run) -> None:
     _, by_key = slice_run
     leaders = by_key[("leader-rotation", "")]["metrics"]["leaders"]
-    assert set(leaders) >= {"reference", "java", "librdkafka", "sarama"}, leaders
+    assert set(leaders) >= {"reference", "java", "librdkafka", "sarama", "franz-go"}, leaders
 
 
 def test_upgrade_moves_every_member_from_eager_to_cooperative(slice_run) -> None:
@@ -97,4 +97,5 @@ def test_run_directory_is_complete(slice_run) -> None:
         members = json.loads((run / "manifest.json").read_text())["members"]
         # The library each member really ran: librdkafka@2.16.1 is confluent-kafka 2.16.1, bundling librdkafka 2.16.0.
         assert {m["spec"].split("/")[0]: m["library_version"] for m in members} == {
-            "reference@0.1.0": "0.1.0", "java@4.4.0": "4.4.0", "librdkafka@2.16.1": "2.16.0", "sarama@1.61.1": "1.61.1"}
+            "reference@0.1.0": "0.1.0", "java@4.4.0": "4.4.0", "librdkafka@2.16.1": "2.16.0", "sarama@1.61.1": "1.61.1",
+            "franz-go@1.22.3": "1.22.3"}

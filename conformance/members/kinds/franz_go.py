@@ -63,12 +63,11 @@ OLDEST_WHY = ("the franz-go harness reads member id and generation with kgo.Clie
 #: harness's oldest (subscription v0/v1), 1.20.2 (v3) and the newest.
 GOLDEN_VERSIONS: tuple[str, ...] = ("1.7.0", "1.20.2", "1.22.3")
 
-#: Not in the default matrix yet: in its first default leader-rotation cell (2026-11-26, six kinds),
-#: each generation franz-go 1.22.3 led after a member left failed L4. Triaged: its balancer does not
-#: read the owned partitions of a cooperative member whose subscription has no generation
-#: (kafka-python 3.x writes v1 without userData), so it moves what that member owns where Java's
-#: assignor keeps it: :data:`KNOWN_ISSUES`. ``--clients ...,franz-go`` runs it anywhere.
-IN_DEFAULT_MIX: bool = False
+#: In the default matrix. Its leader's L4 findings in the first six-kind leader-rotation cell were
+#: triaged (2026-11-26): its balancer does not read the owned partitions of a cooperative member
+#: whose subscription has no generation (kafka-python 3.x writes v1 without userData), so it moves
+#: what that member owns where Java's assignor keeps it: :data:`KNOWN_ISSUES`.
+IN_DEFAULT_MIX: bool = True
 
 #: Its rows of the known-issues table (conformance.members.known_issues).
 KNOWN_ISSUES: tuple[KnownIssue, ...] = (
