@@ -24,6 +24,13 @@ Guarantees (those of :class:`conformance.cluster.cluster.Cluster`, plus):
   normally, by an exception or by Ctrl-C (the Supervisor turns SIGINT into ``KeyboardInterrupt``,
   which unwinds the block), saves the broker's and toxiproxy's output to ``logs/`` and removes
   every container and the network; an interpreter exit that skips the block removes them too.
+  The last step before the network goes is a sweep by the run's labels
+  (:func:`conformance.containers.engine.remove_run_containers`), so a container the engine made
+  while Ctrl-C interrupted its creation, held by no handle, goes too.
+- Testcontainers creates and starts the broker, toxiproxy and every member
+  (:meth:`conformance.containers.network.RunNetwork.start_container`); the docker SDK owns the
+  network and every container once started (restart, kill, logs, removal). Readiness is the
+  suite's own probe, run after the start (no testcontainers wait strategy).
 - A broker restart keeps the container (its address and data): ``docker restart`` (clean: SIGTERM
   first) or ``docker kill -s KILL`` then ``docker start``, each waited on until ready again.
 """
@@ -43,6 +50,7 @@ from conformance.cluster.ports import free_port
 from conformance.cluster.supervisor import Supervisor
 from conformance.cluster.tap import WireTap
 from conformance.cluster.toxiproxy import Proxy, ToxiproxyClient
+from conformance.containers.engine import LABEL_RUN, remove_run_containers
 from conformance.containers.members import ContainerSpawner, launch_member_container
 from conformance.containers.network import BROKER, TOXIPROXY, RunNetwork
 from conformance.errors import SuiteError, UsageError
@@ -87,9 +95,8 @@ class DockerBroker:
     def start(self) -> None:
         env = {"KAFKA_PROPERTIES": "\n".join(f"{k}={v}" for k, v in self.properties.items()),
                "KAFKA_HEAP": config.BROKER_HEAP}
-        self.container = self.network.create_container(self.image, None, name=self.name, host=BROKER,
-                                                       hostname="broker", labels=self.labels, environment=env)
-        self.container.start()
+        self.container = self.network.start_container(self.image, None, name=self.name, host=BROKER,
+                                                      hostname="broker", labels=self.labels, environment=env)
         # The container formats its storage (a JVM of its own) before the broker starts; the processes
         # path formats before its readiness timer starts, so this first wait allows for both.
         self.wait_ready(2 * config.BROKER_READY_TIMEOUT_S)
@@ -231,10 +238,9 @@ class DockerCluster(Cluster):
         raise SuiteError(f"wire tap: no bindable port at {gateway} for slot {slot} after 5 tries ({last})")
 
     def _start_toxiproxy(self, timeout: float = 60.0) -> None:
-        self.toxiproxy_container = self.network.create_container(
+        self.toxiproxy_container = self.network.start_container(
             self.image("toxiproxy"), ["-seed", "1"], name=f"{self.prefix}-toxiproxy", host=TOXIPROXY,
             hostname="toxiproxy", labels=self.labels)
-        self.toxiproxy_container.start()
         client = ToxiproxyClient(TOXIPROXY_API_PORT, host=self.network.address(TOXIPROXY))
         deadline = time.monotonic() + timeout
         last = ""
@@ -277,7 +283,10 @@ class DockerCluster(Cluster):
                 if self.broker is not None:
                     self.broker.stop()
             finally:
-                self.network.remove()
+                try:
+                    remove_run_containers(self.client, self.labels[LABEL_RUN])
+                finally:
+                    self.network.remove()
                 atexit.unregister(self.stop)
         self._started = False
 

@@ -13,6 +13,10 @@ Guarantees:
 - :func:`testcontainers_env` is the environment testcontainers needs here (Ryuk cannot be
   pulled where no registry answers; inside a container, ``/.dockerenv``, talk to the
   engine's published ports on 127.0.0.1); :func:`ensure_engine` sets it in ``os.environ``.
+  :func:`configure_testcontainers` is where the suite applies it before testcontainers creates a
+  container (the user sets nothing): testcontainers reads part of it when it is first imported, so
+  it also sets testcontainers' configuration itself. Ryuk stays disabled whatever the
+  environment says: the labels below, and :func:`remove_leftovers`, are the only cleanup.
 
 Labels (every container, network, volume and image the suite makes carries ``LABEL_SUITE``):
 
@@ -76,6 +80,22 @@ def testcontainers_env() -> dict[str, str]:
     if Path("/.dockerenv").exists():
         env.update({"TESTCONTAINERS_CONNECTION_MODE": "docker_host", "TC_HOST": "127.0.0.1"})
     return env
+
+
+def configure_testcontainers() -> None:
+    """Apply :func:`testcontainers_env` to ``os.environ`` and to testcontainers' configuration (read
+    at its import, which may have come first); Ryuk disabled even when the environment asked for
+    it. Idempotent; call before each ``DockerContainer`` is made."""
+    env = testcontainers_env()
+    os.environ.update(env)
+    from testcontainers.core.config import ConnectionMode
+    from testcontainers.core.config import testcontainers_config as tc_config
+
+    tc_config.ryuk_disabled = True
+    if "TESTCONTAINERS_CONNECTION_MODE" in env:
+        tc_config.connection_mode_override = ConnectionMode(env["TESTCONTAINERS_CONNECTION_MODE"])
+    if "TC_HOST" in env:
+        tc_config.tc_host_override = env["TC_HOST"]
 
 
 def engine() -> "docker.DockerClient | None":
@@ -238,6 +258,18 @@ def remove_leftovers(client: "docker.DockerClient | None" = None, *, include_uno
         if doomed(v.attrs.get("Labels")):
             _quietly(lambda: v.remove(force=True))
             removed["volumes"].append(v.name)
+    return removed
+
+
+def remove_run_containers(client: "docker.DockerClient", run_id: str) -> list[str]:
+    """Remove (forcibly) every container labelled as run ``run_id`` of this process, whoever in the
+    suite holds it or not: a container the engine made while Ctrl-C unwound its creation is known
+    by its labels only. Returns the names removed."""
+    flt = {"label": [f"{LABEL_SUITE}=1", f"{LABEL_RUN}={run_id}", f"{LABEL_PID}={os.getpid()}"]}
+    removed = []
+    for c in client.containers.list(all=True, filters=flt):
+        _quietly(lambda: c.remove(force=True, v=True))
+        removed.append(c.name)
     return removed
 
 

@@ -22,7 +22,12 @@ containers instead of processes. Guarantees:
   code -N, so an exit note reads "was killed by signal SIGKILL" on both paths.
 - The container's output is appended to ``logs/<member>.log`` as it is written.
 - :meth:`ContainerSpawner.remove_all` removes every container it started (the cluster calls it
-  when the run ends, however it ends).
+  when the run ends, however it ends; a container whose start was interrupted is removed by
+  :meth:`conformance.containers.network.RunNetwork.start_container` or, known by its labels only,
+  by the cluster's label sweep).
+
+Testcontainers creates and starts each incarnation (:meth:`~conformance.containers.network.RunNetwork.start_container`);
+everything after the start (state, stop, kill, pause, logs, removal) is the docker SDK's.
 """
 
 from __future__ import annotations
@@ -255,12 +260,11 @@ class ContainerSpawner:
             self._incarnations[name] = self._incarnations.get(name, 0) + 1
             cname = f"{self.prefix}-{name}-{self._incarnations[name]}"
         self._remove_exited(name)
-        container = self.network.create_container(
+        container = self.network.start_container(
             self.image_of(spec), [str(config_path)], name=cname, host=self.host_of(name), hostname=name,
             labels={**self.labels, LABEL_MEMBER: name}, binds={str(self.mount): str(self.mount)})
         with self._lock:
             self._containers.append(container)
-        container.start()
         handle = ManagedContainer(name, container, self.logs_dir / f"{log_name or name}.log")
         with self._lock:
             self._current[name] = handle

@@ -8,9 +8,22 @@ Guarantees:
   address on the network, where the runner's wire tap listens) is ``.1``, the broker ``.2``,
   toxiproxy ``.3`` and member slot *i* ``.(10 + i)``. A container disconnected from the network
   and connected again gets its address back, so a member's network cut does not move it.
-- :meth:`RunNetwork.create_container` creates (not starts) a container on the network at one of
-  those addresses, named and labelled as given, with ``--init``.
+- :meth:`RunNetwork.start_container` is the one place a run's containers are created and started
+  (broker, toxiproxy, every member incarnation): on the network at one of those addresses, named
+  and labelled as given, with ``--init``, bind mounts read-write. It returns the started container
+  as a docker SDK ``Container``. When it raises (the engine refused to start it, or Ctrl-C came
+  meanwhile) a container it created is removed before the exception goes on; one the engine made
+  while the creating call itself was interrupted is known by its labels only, and
+  :func:`conformance.containers.engine.remove_run_containers` (the cluster's stop) removes it.
 - :meth:`RunNetwork.remove` removes the network (its containers must be gone first).
+
+Who owns what: testcontainers (``DockerContainer``, configured by
+:func:`conformance.containers.engine.configure_testcontainers`, Ryuk disabled) creates and starts
+every container of a run. The docker SDK owns the rest: this network (subnet and fixed
+addresses), disconnect and reconnect, and every container once started (stop, kill, pause, logs,
+restart, removal: :mod:`conformance.containers.members`, :mod:`conformance.containers.cluster`),
+as testcontainers has no pause, network cut or signal of its own. Testcontainers adds its own
+``org.testcontainers*`` labels beside the suite's; the suite's cleanup goes by the suite's labels.
 """
 
 from __future__ import annotations
@@ -84,19 +97,36 @@ class RunNetwork:
     def member_address(self, slot: int) -> str:
         return self.address(FIRST_MEMBER + slot)
 
-    def create_container(self, image: str, command: Sequence[str] | None, *, name: str, host: int,
-                         labels: Mapping[str, str], hostname: str | None = None,
-                         environment: Mapping[str, str] | None = None,
-                         binds: Mapping[str, str] | None = None) -> Any:
-        """A created (not started) container at ``.host`` of the network (see the module docstring)."""
-        api = self.client.api
-        host_config = api.create_host_config(init=True, binds=[f"{src}:{dst}:rw" for src, dst in (binds or {}).items()])
-        networking = api.create_networking_config({self.name: api.create_endpoint_config(ipv4_address=self.address(host))})
-        created = api.create_container(image, command=list(command) if command is not None else None, name=name,
-                                       hostname=hostname or name, labels=dict(labels),
-                                       environment=dict(environment or {}), host_config=host_config,
-                                       networking_config=networking, detach=True)
-        return self.client.containers.get(created["Id"])
+    def start_container(self, image: str, command: Sequence[str] | None, *, name: str, host: int,
+                        labels: Mapping[str, str], hostname: str | None = None,
+                        environment: Mapping[str, str] | None = None,
+                        binds: Mapping[str, str] | None = None) -> Any:
+        """A created and started container at ``.host`` of the network (see the module docstring)."""
+        import docker.errors
+        import docker.types
+
+        from conformance.containers.engine import configure_testcontainers
+
+        configure_testcontainers()
+        from testcontainers.core.container import DockerContainer
+        from testcontainers.core.exceptions import ContainerStartException
+
+        endpoint = docker.types.EndpointConfig(self.client.api.api_version, ipv4_address=self.address(host))
+        made = DockerContainer(image, command=list(command) if command is not None else None,  # type: ignore[arg-type]
+                               env=dict(environment or {}), name=name)
+        for src, dst in (binds or {}).items():
+            made.with_volume_mapping(src, dst, "rw")
+        made.with_kwargs(hostname=hostname or name, labels=dict(labels), init=True, network=self.name,
+                         networking_config={self.name: endpoint})
+        try:
+            made.start()
+        except BaseException:
+            try:  # created, maybe not started: nobody else knows it yet
+                made.get_wrapped_container().remove(force=True, v=True)
+            except (ContainerStartException, docker.errors.APIError):
+                pass  # never created, or already gone
+            raise
+        return made.get_wrapped_container()
 
     def disconnect(self, container: Any) -> None:
         """Take ``container`` off the network (its connections break, as a pulled cable's would)."""
