@@ -23,9 +23,9 @@ from conformance.members.spec import MemberSpec
 pytestmark = pytest.mark.slow
 
 COMPOSE_FILE = config.REPO_ROOT / "docker-compose.yml"
-#: Every member service (``--profile all`` adds librdkafka, sarama and kafka-python to the default
+#: Every member service (``--profile all`` adds librdkafka, sarama, kafka-python and franz-go to the default
 #: reference and java): each kind's image runs its harness for real in one cooperative group.
-MEMBERS = ("reference", "java", "librdkafka", "sarama", "kafka-python")
+MEMBERS = ("reference", "java", "librdkafka", "sarama", "kafka-python", "franz-go")
 
 
 @pytest.fixture(scope="module")

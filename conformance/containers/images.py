@@ -8,7 +8,7 @@ Names (``ensure_images`` returns ``{part: image name}`` for what it made sure of
     conformance-base:bookworm               the base where no registry answers (mmdebstrap + docker import)
     conformance-broker:<kafka version>      e.g. conformance-broker:4.4.0
     conformance-toxiproxy:<version>         e.g. conformance-toxiproxy:v2.12.0
-    conformance-member-<kind>:<version>     reference, java, librdkafka, sarama, kafka-python
+    conformance-member-<kind>:<version>     reference, java, librdkafka, sarama, kafka-python, franz-go
     conformance-tools:<suite version>       the suite itself: producer, wire tap, reference
 
 Every image carries the labels ``io.conformance.suite=1`` and ``io.conformance.inputs=<hash>``
@@ -97,7 +97,10 @@ if TYPE_CHECKING:
 
 LABEL_INPUTS = "io.conformance.inputs"
 #: The member kinds with an image (``conformance-member-<kind>:<version>``).
-MEMBER_KINDS: tuple[str, ...] = ("reference", "java", "librdkafka", "sarama", "kafka-python")
+MEMBER_KINDS: tuple[str, ...] = ("reference", "java", "librdkafka", "sarama", "kafka-python", "franz-go")
+#: Kinds whose harness is a static Go binary in the cache (``<kind>/<version>/harness``, the kind
+#: module's ``binary``): one image recipe, ``member-go.Dockerfile``.
+GO_HARNESS_KINDS: tuple[str, ...] = ("sarama", "franz-go")
 PUBLIC_BASE = "debian:bookworm-slim"
 LOCAL_BASE = "conformance-base:bookworm"
 DOCKER_DIR: Path = config.REPO_ROOT / "docker"
@@ -303,9 +306,9 @@ def member_part(spec: MemberSpec) -> Part:
         from conformance.members.kinds import java
         files[f"cache/java/{java.harness_jar().name}"] = java.harness_jar()
         files[f"cache/java/kafka-clients-{version}"] = java.clients_dir(version)
-    elif kind == "sarama":
-        from conformance.members.kinds import sarama
-        files[f"cache/sarama/{version}/harness"] = sarama.binary(version)
+    elif kind in GO_HARNESS_KINDS:
+        from conformance.members.kinds import kind_module
+        files[f"cache/{kind}/{version}/harness"] = kind_module(kind).binary(version)
     elif kind in ("librdkafka", "kafka-python", "reference"):
         files.update(_suite_files())
         if kind == "librdkafka":
@@ -321,7 +324,8 @@ def member_part(spec: MemberSpec) -> Part:
         texts["suite/requirement"] = _suite_requirement() + "\n"
     else:
         raise UsageError(f"no image for member kind {kind!r}")
-    dockerfile = "member-python.Dockerfile" if kind in ("librdkafka", "kafka-python") else f"member-{kind}.Dockerfile"
+    dockerfile = ("member-python.Dockerfile" if kind in ("librdkafka", "kafka-python")
+                  else "member-go.Dockerfile" if kind in GO_HARNESS_KINDS else f"member-{kind}.Dockerfile")
     for name, src in files.items():
         if not src.exists():
             raise SuiteError(f"{kind}@{version}: {src} is not in the cache; run: conformance setup --clients {spec}")
