@@ -1,5 +1,5 @@
-# A Sarama member: the harness binary (static, CGO off) built by the suite for one version.
-# Context: cache/sarama/<v>/harness, member/run.
+# A member whose harness is a static Go binary (CGO off) that the suite built for one version of
+# its client: Sarama or franz-go. Context: cache/<kind>/<v>/harness, member/run.
 ARG BASE=debian:bookworm-slim
 FROM ${BASE}
 COPY cache/ /cache/
