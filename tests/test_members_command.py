@@ -18,7 +18,8 @@ def test_clients_list_shows_every_kind_with_default_and_known_versions(capsys: p
     table, features, known, faults = capsys.readouterr().out.split("\n\n")
     rows = {line.split()[0]: line for line in table.splitlines()[1:]}
     assert set(rows) == {"reference", "java", "librdkafka", "sarama", "kafka-python", "franz-go"}
-    assert rows["franz-go"].split()[1:] == ["1.22.3", "1.7.0", "and", "later", "1.22.3,", "1.7.0"]
+    assert rows["franz-go"].split()[1:] == ["1.22.3", "1.7.0", "and", "later", "1.22.3", "[known:", "L4,", "R3],",
+                                            "1.7.0", "[known:", "L4,", "R3]"]
     # The range each kind's harness runs, and what each version has.
     assert rows["sarama"].split()[1:5] == ["1.61.1", "1.19.0", "and", "later"]
     assert ("  sarama: range, roundrobin: every version; sticky: from 1.24.0; static membership: from 1.34.0; "
