@@ -8,22 +8,26 @@ breaks: ``leader-reassigns-owned`` (an eager-style leader inside a cooperative
 group) breaks R1; ``skip-revoke`` (keeps fetching what it was told to give
 up) breaks R2. The faulty members run through ``leader-rotation`` (the
 reference leads the first generations there, and every join moves partitions
-away from it). The five cells run once, judged together in one Spark session.
+away from it). The container path runs the clean ``crash-restart`` cell again
+(``--backend docker``: broker, toxiproxy and members as containers), and its
+verdict must be the processes cell's, invariant by invariant. The six cells
+run once, judged together in one Spark session.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import json
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
+from conformance.containers.engine import engine_for_tests
 from conformance.members.spec import parse_specs
 from conformance.pipeline.matrix import cell_passed
 from conformance.scenarios.matrix import build_cells, run_matrix
 
-# Five real cells (about 1-3 minutes each on two cores) and one judging pass.
+# Six real cells (about 1-3 minutes each on two cores) and one judging pass.
 pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.timeout(2400)]
 
 SLICE = "reference,java,librdkafka,sarama,franz-go"
@@ -37,12 +41,16 @@ def slice_run(tmp_path_factory: pytest.TempPathFactory):
     for faults in ("/leader-reassigns-owned", "/skip-revoke"):
         specs = parse_specs(SLICE.replace("reference", "reference" + faults, 1))
         cells += build_cells(["leader-rotation"], specs, "4.4.0", SEED)
+    engine, _ = engine_for_tests()
+    if engine is not None:   # without an engine, the container test says why it skips
+        cells += [replace(c, backend="docker") for c in build_cells(["crash-restart"], parse_specs(SLICE), "4.4.0", SEED)]
     result = run_matrix(cells, runs_dir=tmp_path_factory.mktemp("e2e"), label="e2e-slice")
     assert not result.errors, f"suite errors: {result.errors}"
     by_key = {}
     for v in result.verdicts:
         fault = next((m.split("/", 1)[1] for m in v["members"] if m.startswith("reference") and "/" in m), "")
-        by_key[(v["scenario"], fault)] = v
+        backend = json.loads((Path(v["run_dir"]) / "manifest.json").read_text())["backend"]
+        by_key[(v["scenario"], fault) if backend == "processes" else (v["scenario"], fault, backend)] = v
     return result, by_key
 
 
@@ -85,6 +93,19 @@ def test_skipping_revoke_fails_r2(slice_run) -> None:
     _, by_key = slice_run
     verdict = by_key[("leader-rotation", "skip-revoke")]
     assert verdict["invariants"]["R2"]["status"] == "fail", _failing(verdict)
+
+
+def test_the_container_cell_gets_the_processes_cells_verdict(slice_run) -> None:
+    _, by_key = slice_run
+    if ("crash-restart", "", "docker") not in by_key:
+        pytest.skip(f"no Docker engine can be had: {engine_for_tests()[1]}")
+    processes, docker = by_key[("crash-restart", "")], by_key[("crash-restart", "", "docker")]
+    statuses = {name: {k: inv["status"] for k, inv in v["invariants"].items()}
+                for name, v in (("processes", processes), ("docker", docker))}
+    assert docker["verdict"] == processes["verdict"], (_failing(docker), _failing(processes))
+    assert statuses["docker"] == statuses["processes"], statuses
+    manifest = json.loads((Path(docker["run_dir"]) / "manifest.json").read_text())
+    assert manifest["complete"] is True and "kill" in (Path(docker["run_dir"]) / "nemesis.jsonl").read_text()
 
 
 def test_run_directory_is_complete(slice_run) -> None:
