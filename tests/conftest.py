@@ -9,6 +9,7 @@ run them.
 from __future__ import annotations
 
 import os
+from typing import Iterator
 
 import pytest
 
@@ -25,3 +26,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "nightly" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def docker_client() -> Iterator["object"]:
+    """A docker SDK client of an answering engine (as root, one is installed and started: a failure
+    then fails the test); the test is skipped, saying why, only where no engine can be had."""
+    from conformance.containers.engine import engine_for_tests
+
+    got, reason = engine_for_tests()
+    if got is None:
+        pytest.skip(f"no Docker engine can be had: {reason}")
+    yield got

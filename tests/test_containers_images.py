@@ -10,12 +10,10 @@ import socket
 import subprocess
 import sys
 import time
-from typing import Iterator
 
 import pytest
 
-from conformance.containers.engine import (LABEL_SUITE, engine_for_tests, labelled, remove_leftovers,
-                                           run_labels)
+from conformance.containers.engine import LABEL_SUITE, labelled, remove_leftovers, run_labels
 from conformance.members.spec import MemberSpec
 
 pytestmark = pytest.mark.slow
@@ -24,11 +22,8 @@ BROKER = "4.4.0"
 
 
 @pytest.fixture(scope="module")
-def client() -> Iterator["object"]:
-    got, reason = engine_for_tests()
-    if got is None:
-        pytest.skip(f"no Docker engine can be had: {reason}")
-    yield got
+def client(docker_client: "object") -> "object":
+    return docker_client
 
 
 @pytest.fixture(scope="module")

@@ -19,8 +19,7 @@ from typing import Iterator
 
 import pytest
 
-from conformance.containers.engine import (LABEL_RUN, LABEL_SUITE, engine_for_tests, remove_run_containers,
-                                           run_labels)
+from conformance.containers.engine import LABEL_RUN, LABEL_SUITE, remove_run_containers, run_labels
 from conformance.containers.network import TOXIPROXY, RunNetwork
 from conformance.members.spec import MemberSpec
 
@@ -28,11 +27,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def client() -> Iterator["object"]:
-    got, reason = engine_for_tests()
-    if got is None:
-        pytest.skip(f"no Docker engine can be had: {reason}")
-    yield got
+def client(docker_client: "object") -> "object":
+    return docker_client
 
 
 @pytest.fixture(scope="module")
