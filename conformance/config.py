@@ -198,15 +198,11 @@ SLF4J_FALLBACK_VERSION: str = "1.7.36"
 #: Producer harness default rate (records per second over all partitions).
 PRODUCER_RATE_PER_S: int = 200
 
-#: librdkafka 1.x (area: client harnesses). PyPI has no cp311 wheel of any confluent-kafka 1.x; the
-#: newest 1.x with a cp310 manylinux wheel are 1.9.0 and 1.9.2 (none for 1.6-1.8.x, checked with
-#: ``pip download --only-binary=:all: --python-version 3.10``). confluent-kafka versions below
-#: LEGACY_CONFLUENT_BELOW therefore get a venv built with a Python LEGACY_PYTHON interpreter.
-LEGACY_CONFLUENT_BELOW: tuple[int, ...] = (2, 0, 0)
-LEGACY_PYTHON: str = "3.10"
-#: Rule for finding that interpreter: the first ``python3.10`` on PATH that runs and reports 3.10
-#: (a pyenv shim for a version that is not activated does not), then
-#: ``$PYENV_ROOT/versions/3.10.*/bin/python3.10``, newest patch release first.
+#: Interpreters for per-version venvs of clients whose old releases ship wheels only for older
+#: Pythons (which release needs which: the kind module, e.g. librdkafka's LEGACY_PYTHONS). Rule for
+#: finding Python X.Y (conformance.members.interpreters): the first ``pythonX.Y`` on PATH that runs
+#: and reports X.Y (a pyenv shim for a version that is not activated does not), then
+#: ``$PYENV_ROOT/versions/X.Y.*/bin/pythonX.Y``, newest patch release first.
 PYENV_ROOT: Path = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
 #: Real-broker harness tests (tests/test_harness_*.py): short group timing so that a killed or
 #: paused member is expired quickly (the broker here allows sessions from 1 s), a session long

@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _setup_docker(brokers: list[str], specs: list[MemberSpec]) -> None:
     """An answering engine, no leftovers of dead runs, and the images of these brokers and members
-    (built from the cache just filled; librdkafka 1.x has no image: it needs Python 3.10)."""
+    (built from the cache just filled; librdkafka 1.x has no image: it needs an older Python)."""
     from conformance.containers.engine import ensure_compose, ensure_engine, remove_leftovers
     from conformance.containers.images import MEMBER_KINDS, ensure_images
     from conformance.members.kinds.librdkafka import needs_legacy_python

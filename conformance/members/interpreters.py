@@ -1,8 +1,8 @@
 """Finding a Python interpreter of a given minor version for a per-version venv.
 
 Some client releases only ship binary wheels for older Pythons (confluent-kafka
-1.x: cp310 at the newest). :func:`find_python` applies the rule stated in
-:mod:`conformance.config` (next to ``LEGACY_PYTHON``):
+1.9.x: cp310 at the newest, 1.6-1.8.x: cp39). :func:`find_python` applies the rule stated in
+:mod:`conformance.config` (next to ``PYENV_ROOT``):
 
 1. the first ``pythonX.Y`` on ``PATH`` that runs and reports version X.Y
    (a pyenv shim for a version that is not activated exits non-zero and is

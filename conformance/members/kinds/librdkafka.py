@@ -18,13 +18,13 @@ repository root on ``PYTHONPATH`` (it imports :mod:`conformance.history`).
 
 Versions: only binary wheels are used (no build of librdkafka from source).
 PyPI has no cp311 wheel of any confluent-kafka 1.x (the oldest with one is
-2.0.2); the newest 1.x releases, 1.9.0 and 1.9.2, have cp310 manylinux wheels
-and 1.6-1.8.x have none for 3.10 (``pip download --only-binary=:all:
---python-version 3.10``, checked 2026). So versions below
-``config.LEGACY_CONFLUENT_BELOW`` get a venv built with a Python
-``config.LEGACY_PYTHON`` interpreter found by
-:func:`conformance.members.interpreters.find_python`; newer ones use the
-suite's own interpreter. The harness and what it imports run on 3.10.
+2.0.2); 1.9.0 and 1.9.2 have cp310 manylinux wheels, and 1.6.0, 1.6.1, 1.7.0
+and 1.8.2 (the 1.6-1.8 releases PyPI has) cp39 ones at the newest (``pip
+download --only-binary=:all: --python-version 3.X``, checked 2026). So each
+release below 2.0.0 gets a venv built with the Python :data:`LEGACY_PYTHONS`
+names for it, found by :func:`conformance.members.interpreters.find_python`;
+newer ones use the suite's own interpreter. The harness and what it imports
+run on 3.9 and 3.10.
 
 Assignors (librdkafka's ``rd_kafka_assignor``s, the same in 1.9.2 and 2.x):
 ``range``, ``roundrobin`` and, from 1.6.0, ``cooperative-sticky``; there is no
@@ -69,8 +69,12 @@ PYPI_PACKAGE = "confluent-kafka"
 #: Where releases come from, for messages.
 REGISTRY = f"PyPI ({PYPI_PACKAGE})"
 #: The oldest release the suite runs, and why.
-OLDEST = "1.9.0"
-OLDEST_WHY = "confluent-kafka before 1.9.0 has no binary wheel for a Python the suite runs (3.10, 3.11)"
+OLDEST = "1.6.0"
+OLDEST_WHY = ("librdkafka's cooperative rebalancing (KIP-429) begins at 1.6.0; older confluent-kafka releases "
+              "are not tried")
+#: The Python of a release's venv where the suite's own has no wheel of it: (first release that no
+#: longer needs it, Python minor), oldest first (see the module docstring for the wheels).
+LEGACY_PYTHONS: tuple[tuple[tuple[int, ...], str], ...] = (((1, 9, 0), "3.9"), ((2, 0, 0), "3.10"))
 HARNESS: Path = config.CLIENTS_DIR / "librdkafka" / "harness.py"
 
 DEFAULT_VERSION = "2.16.1"
@@ -82,7 +86,7 @@ TEST_VERSIONS: tuple[str, ...] = ("2.16.1", "2.0.2", "1.9.2")
 #: The newest patch of every minor from OLDEST on PyPI (the nightly contract tier).
 MINOR_VERSIONS: tuple[str, ...] = (
     "2.16.1", "2.15.1", "2.14.2", "2.13.2", "2.12.2", "2.11.1", "2.10.1", "2.9.0", "2.8.2", "2.7.0", "2.6.2",
-    "2.5.3", "2.4.0", "2.3.0", "2.2.0", "2.1.1", "2.0.2", "1.9.2")
+    "2.5.3", "2.4.0", "2.3.0", "2.2.0", "2.1.1", "2.0.2", "1.9.2", "1.8.2", "1.7.0", "1.6.1")
 
 _SRC = "librdkafka's rd_kafka_assignor list and CONFIGURATION.md"
 FEATURES: tuple[Feature, ...] = (
@@ -140,20 +144,28 @@ def is_installed(version: str) -> bool:
     return (venv_dir(KIND, version) / MARKER).is_file()
 
 
+def legacy_python(version: str) -> str | None:
+    """The Python minor (``"3.9"``) whose wheel confluent-kafka ``version`` needs, where the suite's
+    own Python has none (:data:`LEGACY_PYTHONS`); None when the suite's own serves."""
+    release = release_tuple(version)
+    return next((minor for below, minor in LEGACY_PYTHONS if release < below), None)
+
+
 def needs_legacy_python(version: str) -> bool:
-    """True for confluent-kafka versions with no wheel for the suite's Python (1.x: cp310 at most)."""
-    return release_tuple(version) < config.LEGACY_CONFLUENT_BELOW
+    """True for confluent-kafka versions with no wheel for the suite's Python (1.x)."""
+    return legacy_python(version) is not None
 
 
 def ensure(version: str) -> None:
     """Install confluent-kafka ``version`` into its own venv (idempotent).
 
-    1.x goes into a venv of a Python ``config.LEGACY_PYTHON`` interpreter;
-    SuiteError (one line, what to install) when none is found.
+    1.x goes into a venv of the Python :func:`legacy_python` names; SuiteError (one line, what to
+    install) when none is found.
     """
     python = None
-    if needs_legacy_python(version) and not (venv_dir(KIND, version) / MARKER).is_file():
-        python = find_python(config.LEGACY_PYTHON)
+    minor = legacy_python(version)
+    if minor is not None and not (venv_dir(KIND, version) / MARKER).is_file():
+        python = find_python(minor)
     install_pypi_venv(KIND, PYPI_PACKAGE, version, python)
     library_version(version)
 
