@@ -102,7 +102,7 @@ def test_empty_clients_are_refused(capsys, started, clients: str) -> None:
     ("java@99.99.99", ("java@99.99.99", "closest: 4.4.0, 4.3.1")),
     ("reference@9.9", ("reference@9.9", "one version, 0.1.0")),
     ("java@2.3.0", ("java@2.3.0", "2.4.0 or later")),
-    ("librdkafka@0.1", ("librdkafka@0.1", "1.6.0 or later")),
+    ("librdkafka@0.1", ("librdkafka@0.1", "1.6.1 or later")),
 ])
 def test_bad_versions_are_refused_once_before_anything_starts(capsys, started, spec: str, words) -> None:
     code, err = run_cli(capsys, "run", "--scenario", "crash-restart", "--scenario", "partition",

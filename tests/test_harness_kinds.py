@@ -31,7 +31,7 @@ def test_known_versions_are_new_and_old_with_the_default_first(mod) -> None:
 
 
 def test_cooperative_support_boundaries() -> None:
-    assert librdkafka.supports_cooperative("1.6.0") and not librdkafka.supports_cooperative("1.5.3")
+    assert librdkafka.supports_cooperative("1.6.1") and not librdkafka.supports_cooperative("1.6.0")
     # librdkafka 1.9.2 (checked by constructing a Consumer): range, roundrobin, cooperative-sticky; no sticky.
     assert librdkafka.strategies_supported("1.9.2") == ["cooperative-sticky", "range", "roundrobin"]
     assert librdkafka.needs_legacy_python("1.9.2") and not librdkafka.needs_legacy_python("2.0.2")

@@ -64,7 +64,7 @@ PYPI = ["0.11.6", "1.0.0", "1.9.0", "1.9.2", "2.0.2", "2.15.0", "2.16.1"]
                             "choose 2.4.0 or later"),
     ("java", "2.3.1", MAVEN, "2.4.0 or later"),  # on Maven Central, yet too old for the harness
     ("reference", "9.9", None, "reference@9.9: the reference consumer is part of the suite and has one version, 0.1.0"),
-    ("librdkafka", "0.1", None, "librdkafka@0.1: librdkafka's cooperative rebalancing (KIP-429) begins at 1.6.0"),
+    ("librdkafka", "0.1", None, "librdkafka@0.1: the harness rebalances cooperatively with Consumer.incremental_assign/unassign"),
     ("librdkafka", "0.11.6", PYPI, "the oldest that run: 1.9.0, 1.9.2, 2.0.2, 2.15.0"),
     ("librdkafka", "2.99.0", PYPI, "PyPI (confluent-kafka) has no release 2.99.0; closest: 2.16.1, 2.15.0, 2.0.2, 1.9.2"),
     ("sarama", "1.99.0", ["1.38.1", "1.61.1"], "the Go module proxy"),

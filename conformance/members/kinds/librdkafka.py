@@ -69,9 +69,9 @@ PYPI_PACKAGE = "confluent-kafka"
 #: Where releases come from, for messages.
 REGISTRY = f"PyPI ({PYPI_PACKAGE})"
 #: The oldest release the suite runs, and why.
-OLDEST = "1.6.0"
-OLDEST_WHY = ("librdkafka's cooperative rebalancing (KIP-429) begins at 1.6.0; older confluent-kafka releases "
-              "are not tried")
+OLDEST = "1.6.1"
+OLDEST_WHY = ("the harness rebalances cooperatively with Consumer.incremental_assign/unassign, which "
+              "confluent-kafka has from 1.6.1 (1.6.0 bundles librdkafka 1.6.0 without them)")
 #: The Python of a release's venv where the suite's own has no wheel of it: (first release that no
 #: longer needs it, Python minor), oldest first (see the module docstring for the wheels).
 LEGACY_PYTHONS: tuple[tuple[tuple[int, ...], str], ...] = (((1, 9, 0), "3.9"), ((2, 0, 0), "3.10"))
@@ -94,14 +94,15 @@ FEATURES: tuple[Feature, ...] = (
     Feature("assignor:roundrobin", None, _SRC),
     Feature("assignor-list", None, "partition.assignment.strategy takes a list"),
     Feature("static-membership", None, "group.instance.id, librdkafka 1.4.0 (older than OLDEST)"),
-    Feature("cooperative", "1.6.0", "KIP-429 in librdkafka 1.6.0 (incremental_assign/unassign)"),
-    Feature("assignor:cooperative-sticky", "1.6.0", _SRC),
+    Feature("cooperative", "1.6.1", "KIP-429 in librdkafka 1.6.0; confluent-kafka's incremental_assign/unassign "
+                                    "from 1.6.1 (checked: 1.6.0's Consumer has neither)"),
+    Feature("assignor:cooperative-sticky", "1.6.1", _SRC + "; usable with incremental_assign, from 1.6.1"),
     # No mix-eager-cooperative: librdkafka refuses a list mixing eager and cooperative assignors.
 )
 
 #: The first confluent-kafka with the cooperative-sticky assignor and
-#: incremental_assign/unassign (KIP-429 support in librdkafka 1.6.0).
-FIRST_COOPERATIVE = (1, 6, 0)
+#: incremental_assign/unassign (KIP-429 support in librdkafka 1.6.0; the binding's calls from 1.6.1).
+FIRST_COOPERATIVE = (1, 6, 1)
 
 
 
