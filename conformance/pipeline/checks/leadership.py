@@ -112,6 +112,28 @@ def generationless_claims(t: Tables):
     return t.shared("generationless_claims", build)
 
 
+def generation_leaders(t: Tables):
+    """(run, generation, leader, leader_kind) of every generation: who planned it (L4 and R3 name the
+    leaders that took partitions; collect it and index it with :func:`leaders_by_generation`)."""
+    return t.generations.select("run", "generation", "leader", "leader_kind")
+
+
+def leaders_by_generation(rows: list) -> dict[tuple[str, int], tuple[str | None, str | None]]:
+    """The collected rows of :func:`generation_leaders` as (run, generation) -> (leader, leader_kind)."""
+    return {(r["run"], r["generation"]): (r["leader"], r["leader_kind"]) for r in rows}
+
+
+def takers(leader_of: dict, run: str, generations) -> list[tuple[str | None, str | None]]:
+    """(leader name, leader kind) of each of ``generations`` of ``run`` ((None, None) where unknown)."""
+    return [leader_of.get((run, g), (None, None)) for g in generations]
+
+
+def taken_by(took: list[tuple[str | None, str | None]]) -> str:
+    """The ``taken_by`` evidence of L4 and R3 findings (what known-issue rows match): the kinds of the
+    leaders that took the partitions, sorted and comma-separated, ``unknown`` for a leader of no known kind."""
+    return ",".join(sorted({kind or "unknown" for _, kind in took}))
+
+
 def leader_sync(t: Tables):
     """The leader's SyncGroup assignment rows: one per (run, generation, subject_member_id) (built once)."""
     return t.shared("leader_sync", lambda: t.leader_assignments.dropDuplicates(["run", "generation", "subject_member_id"]))
@@ -380,12 +402,11 @@ def check_l4(t: Tables) -> list[dict]:
                               .otherwise(F.array_union(owned, F.coalesce("userdata_previous", F.array())))).alias("tp"))
             .select("run", "generation", "subject_member_id", "tp.topic", "tp.partition"))
     bare = generationless_claims(t)
-    leaders = t.generations.select("run", "generation", "leader", "leader_kind")
     rows, synced_rows, view_rows, ids_at, told, bare, leaders = t.collect_many(
-        rows, synced_rows, view_rows, ids_at, told, bare, leaders)
+        rows, synced_rows, view_rows, ids_at, told, bare, generation_leaders(t))
+    leader_of = leaders_by_generation(leaders)
     without_generation = {(r["run"], r["generation"], r["subject_member_id"], (r["topic"], r["partition"]))
                           for r in bare}
-    leader_of = {(r["run"], r["generation"]): (r["leader"], r["leader_kind"]) for r in leaders}
     # (run, generation, member id): partitions that JoinGroup told the leader of: declared owned, and in an
     # eager generation also the sticky userData's previous assignment (what the generation's assignor reads).
     declared: dict[tuple, set] = defaultdict(set)
@@ -443,8 +464,8 @@ def check_l4(t: Tables) -> list[dict]:
             needed = min_moves(prev_counts, survivors, len(o2), len(s2))
             if len(moved) > needed:
                 gens_taking = sorted({h for _, hs in takings.values() for h in hs})
-                takers = [leader_of.get((run, h), (None, None)) for h in gens_taking]
-                taker_names = sorted({n for n, _ in takers if n})
+                took = takers(leader_of, run, gens_taking)
+                taker_names = sorted({n for n, _ in took if n})
                 bare_only = all((run, h, m, tp) in without_generation for tp, (m, hs) in takings.items() for h in hs)
                 out.append(violation("L4", run, f"generation {g1} -> {g2} moved {len(moved)} partitions away from "
                                      f"members that stayed, {needed} would do: {fmt_tps(moved)} (taken by "
@@ -455,7 +476,7 @@ def check_l4(t: Tables) -> list[dict]:
                                      generation=g2, partitions=[list(tp) for tp in moved],
                                      evidence={"moved": len(moved), "needed": needed, "from_generation": g1,
                                                "taken_in": gens_taking,
-                                               "taken_by": ",".join(sorted({k or "unknown" for _, k in takers})),
+                                               "taken_by": taken_by(took),
                                                "declared_without_generation": bare_only}))
     return out
 

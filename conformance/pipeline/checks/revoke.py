@@ -72,7 +72,8 @@ from pyspark.sql import functions as F
 
 from conformance import config
 from conformance.pipeline.checks.common import fmt_tps, formed_by_end, split_by_fault_windows, timing, violation, window_text
-from conformance.pipeline.checks.leadership import assignment_rows, generation_member_ids, generationless_claims
+from conformance.pipeline.checks.leadership import (assignment_rows, generation_leaders, generation_member_ids,
+                                                    generationless_claims, leaders_by_generation, taken_by, takers)
 from conformance.pipeline.derived import Tables, is_cooperative
 
 
@@ -216,30 +217,30 @@ def check_r3(t: Tables) -> list[dict]:
         bad, in_window.select("run", "member", "window", case.alias("c")),
         replanned.select("run", "member", "ids_before", "ids_after", "topics_before", "topics_after", case.alias("c")),
         generationless_claims(t).select("run", "generation", "subject", "topic", "partition"),
-        t.generations.select("run", "generation", "leader", "leader_kind"))
+        generation_leaders(t))
     without_generation = {(r["run"], r["generation"], r["subject"], r["topic"], r["partition"]) for r in bare}
-    leader_of = {(r["run"], r["generation"]): (r["leader"], r["leader_kind"]) for r in leaders}
+    leader_of = leaders_by_generation(leaders)
     out = []
     for r in bad:
         cases = sorted(r["cases"], key=lambda c: c["ts"])
         parts = sorted({(c["topic"], c["partition"]) for c in cases})
         # Who revoked it: the leader of the revoking generation, and whether the member had told it of the
         # partition only without a generation (what franz-go's balancer does not read).
-        takers = [leader_of.get((r["run"], c["generation"]), (None, None)) for c in cases]
-        taker_names = sorted({n for n, _ in takers if n and n != r["member"]})
+        took = takers(leader_of, r["run"], [c["generation"] for c in cases])
+        taker_names = sorted({n for n, _ in took if n and n != r["member"]})
         bare_only = all((r["run"], c["generation"], r["member"], c["topic"], c["partition"]) in without_generation
                         for c in cases)
         out.append(violation("R3", r["run"], f"{r['member']} had {fmt_tps(parts)} revoked and then assigned back with no "
                              "other owner in between (a retained partition must not be revoked; revoking generation(s) "
                              f"{', '.join(str(c['generation']) for c in cases[:5])} led by "
-                             f"{', '.join(sorted({n or 'an unknown leader' for n, _ in takers}))})",
+                             f"{', '.join(sorted({n or 'an unknown leader' for n, _ in took}))})",
                              members=[r["member"], *taker_names],
                              partitions=[list(p) for p in parts], ts=cases[0]["ts"],
                              evidence={"cases": [{"partition": [c["topic"], c["partition"]], "revoked_ts": c["ts"],
                                                   "assigned_ts": c["next_ts"], "revoked_generation": c["generation"],
                                                   "assigned_generation": c["next_generation"]}
                                                  for c in cases[:20]],
-                                       "taken_by": ",".join(sorted({k or "unknown" for _, k in takers})),
+                                       "taken_by": taken_by(took),
                                        "declared_without_generation": bare_only}))
     for r in in_window:
         c = r["c"]
