@@ -103,6 +103,10 @@ def test_empty_clients_are_refused(capsys, started, clients: str) -> None:
     ("reference@9.9", ("reference@9.9", "one version, 0.1.0")),
     ("java@2.3.0", ("java@2.3.0", "2.4.0 or later")),
     ("librdkafka@0.1", ("librdkafka@0.1", "1.6.1 or later")),
+    # KIP-848: a +consumer spec of a kind or version that has no consumer-protocol member.
+    ("sarama+consumer", ("sarama@1.61.1+consumer", "does not speak the consumer group protocol", "no KIP-848 member")),
+    ("java@3.6.2+consumer", ("java@3.6.2+consumer", "java does from 3.7.0")),
+    ("librdkafka@2.11.1+consumer", ("librdkafka@2.11.1+consumer", "librdkafka does from 2.12.0")),
 ])
 def test_bad_versions_are_refused_once_before_anything_starts(capsys, started, spec: str, words) -> None:
     code, err = run_cli(capsys, "run", "--scenario", "crash-restart", "--scenario", "partition",

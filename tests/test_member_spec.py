@@ -1,4 +1,4 @@
-"""Member specs: KIND[@VERSION][/FAULT...], with a clear error for every kind of mistake."""
+"""Member specs: KIND[@VERSION][+PROTOCOL][/FAULT...], with a clear error for every kind of mistake."""
 
 from typing import Iterator
 
@@ -14,7 +14,8 @@ from conformance.members.spec import MemberSpec, parse_specs
 
 @pytest.mark.parametrize("text", ["reference", "java@3.9.1", "librdkafka@2.16.1", "sarama@1.60.1",
                                   "kafka-python@3.0.12", "reference/stale-owned-partitions",
-                                  "reference@0.1.0/skip-revoke/slow-sync"])
+                                  "reference@0.1.0/skip-revoke/slow-sync", "java@4.4.0+consumer",
+                                  "reference+consumer/ack-unrevoked/stale-epoch", "librdkafka+consumer"])
 def test_round_trip(text: str) -> None:
     spec = MemberSpec.parse(text)
     assert MemberSpec.parse(str(spec)) == spec
@@ -30,12 +31,25 @@ def test_default_version_is_pinned() -> None:
     ("jav@1.0", "unknown kind 'jav'"),
     ("java@", "must be followed by a version"),
     ("java/skip-revoke", "faults are only for 'reference'"),
-    ("reference/explode", "unknown fault 'explode'; known faults: stale-owned-partitions"),
+    ("reference/explode", "unknown fault 'explode' for a classic-protocol member; known faults: stale-owned-partitions"),
+    ("reference/ack-unrevoked", "unknown fault 'ack-unrevoked' for a classic-protocol member"),
+    ("reference+consumer/skip-revoke", "unknown fault 'skip-revoke' for a consumer-protocol member; known faults: "
+                                       "ack-unrevoked"),
+    ("java@4.4.0+kraft", "unknown group protocol 'kraft' after '\\+'; known: classic, consumer"),
+    ("java+", "unknown group protocol '' after"),
+    ("java@4.4.0+1", "unknown group protocol '1'"),
     ("java@3 9", "is not a version"),
 ])
 def test_bad_specs_say_what_is_wrong(text: str, message: str) -> None:
     with pytest.raises(UsageError, match=message):
         MemberSpec.parse(text)
+
+
+def test_the_protocol_is_part_of_the_label_and_classic_is_never_written() -> None:
+    assert MemberSpec.parse("java@4.4.0+consumer").label == "java@4.4.0+consumer"
+    assert MemberSpec.parse("java@4.4.0+classic") == MemberSpec.parse("java@4.4.0")
+    assert str(MemberSpec.parse("reference+classic/skip-revoke")) == f"reference@{DEFAULT_CLIENT_VERSIONS['reference']}/skip-revoke"
+    assert MemberSpec.parse("reference+consumer/stale-epoch").protocol == "consumer"
 
 
 def test_parse_specs_list() -> None:

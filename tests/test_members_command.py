@@ -15,7 +15,7 @@ from conformance.members.kinds import java
 
 def test_clients_list_shows_every_kind_with_default_and_known_versions(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["clients", "list"]) == 0
-    table, features, known, faults = capsys.readouterr().out.split("\n\n")
+    table, features, known, kip848, faults = capsys.readouterr().out.split("\n\n")
     rows = {line.split()[0]: line for line in table.splitlines()[1:]}
     assert set(rows) == {"reference", "java", "librdkafka", "sarama", "kafka-python", "franz-go"}
     assert rows["franz-go"].split()[1:] == ["1.22.3", "1.7.0", "and", "later", "1.22.3", "[known:", "L4,", "R3],",
@@ -31,6 +31,11 @@ def test_clients_list_shows_every_kind_with_default_and_known_versions(capsys: p
     assert "1.9.2 [known: D1, L1]" in rows["librdkafka"]
     assert known.startswith("known issues") and "sarama before 1.43.3: D2:" in known and "IBM/sarama PR 2947" in known
     assert faults.startswith("reference/FAULT") and "stale-owned-partitions, subscription-v0" in faults
+    assert "reference+consumer/FAULT: ack-unrevoked, stale-epoch, ignore-fenced" in faults
+    # Which kinds speak KIP-848 (a +consumer spec), from which release; the others are named.
+    assert kip848.startswith("consumer group protocol (KIP-848, KIND@VERSION+consumer): reference every version; "
+                             "java from 3.7.0 ")
+    assert "librdkafka from 2.12.0 " in kip848 and kip848.endswith("classic only: sarama, kafka-python, franz-go")
 
 
 def test_java_strategies_and_cooperative_support() -> None:

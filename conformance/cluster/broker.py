@@ -76,9 +76,24 @@ def _minor(version: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
+#: ``group.consumer.migration.policy`` values (KIP-848 online migration between the protocols).
+MIGRATION_POLICIES: tuple[str, ...] = ("bidirectional", "upgrade", "downgrade", "disabled")
+
+
 def broker_properties(version: str, *, data_dir: Path, controller_port: int, direct_port: int,
-                      slot_ports: list[int], advertised_ports: list[int]) -> dict[str, str]:
-    """The server.properties of a fast, deterministic single-node KRaft broker."""
+                      slot_ports: list[int], advertised_ports: list[int],
+                      migration_policy: str = "bidirectional") -> dict[str, str]:
+    """The server.properties of a fast, deterministic single-node KRaft broker.
+
+    Consumer-protocol (KIP-848) groups get the classic members' timing: session
+    :data:`~conformance.config.SESSION_TIMEOUT_MS` and heartbeat interval
+    :data:`~conformance.config.HEARTBEAT_INTERVAL_MS` (the broker's defaults, 45 s and 5 s, would
+    put a killed consumer member outside every bound the checks use), a new target assignment at
+    once (``group.consumer.assignment.interval.ms`` 0; 4.3 batches for 1 s by default, older
+    brokers ignore the key), and ``migration_policy`` for online conversion between the protocols
+    (set explicitly: 3.x brokers default to ``disabled``)."""
+    if migration_policy not in MIGRATION_POLICIES:
+        raise ValueError(f"migration policy {migration_policy!r} is not one of {', '.join(MIGRATION_POLICIES)}")
     if len(slot_ports) != len(advertised_ports):
         raise ValueError(f"{len(slot_ports)} slot ports but {len(advertised_ports)} advertised ports")
     host = config.HOST
@@ -109,6 +124,10 @@ def broker_properties(version: str, *, data_dir: Path, controller_port: int, dir
         "group.min.session.timeout.ms": "1000",
         "group.consumer.min.session.timeout.ms": "1000",
         "group.consumer.min.heartbeat.interval.ms": "500",
+        "group.consumer.session.timeout.ms": str(config.SESSION_TIMEOUT_MS),
+        "group.consumer.heartbeat.interval.ms": str(config.HEARTBEAT_INTERVAL_MS),
+        "group.consumer.assignment.interval.ms": "0",
+        "group.consumer.migration.policy": migration_policy,
         # A killed broker's old registration expires quickly, so a restart is fast.
         "broker.session.timeout.ms": "2000",
         "broker.heartbeat.interval.ms": "500",

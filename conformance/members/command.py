@@ -2,8 +2,9 @@
 harness runs, its known versions with their known issues, each kind's features by version (its
 module's FEATURES), and the table of known issues.
 
-Then the deliberate faults a ``reference/FAULT`` spec may name (each explained in
-:mod:`conformance.reference.faults`).
+Then the kinds that speak the consumer group protocol (KIP-848; a ``KIND@VERSION+consumer`` spec)
+and from which release, and the deliberate faults a ``reference/FAULT`` and a
+``reference+consumer/FAULT`` spec may name (each explained in :mod:`conformance.reference.faults`).
 
 Known versions come from each kind's module (``known_versions()``); a kind whose
 module is not built yet is listed as ``(not built)``. A version whose client library is another
@@ -23,7 +24,7 @@ from conformance.members.known_issues import issues_of
 from conformance.members.known_issues import table as known_issue_table
 from conformance.members import kinds
 from conformance.members.kinds import KIND_MODULES, library_version, release_tuple
-from conformance.members.spec import REFERENCE_FAULTS
+from conformance.members.spec import CONSUMER_PROTOCOL_FAULTS, REFERENCE_FAULTS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -90,6 +91,19 @@ def markdown_table() -> str:
     return "\n".join(lines) + "\n"
 
 
+def consumer_protocol_line() -> str:
+    """``java from 3.7.0, librdkafka from 2.12.0, reference (every version)``: the kinds whose FEATURES
+    have ``consumer-protocol``, with the release it starts at; the rest are named as classic only."""
+    speaks, classic = [], []
+    for kind in KIND_MODULES:
+        row = next((f for f in getattr(kinds.kind_module(kind), "FEATURES", ()) if f.name == "consumer-protocol"), None)
+        if row is None:
+            classic.append(kind)
+        else:
+            speaks.append(f"{kind} {row.versions}" + (f" ({row.source})" if row.source else ""))
+    return "; ".join(speaks) + (f"; classic only: {', '.join(classic)}" if classic else "")
+
+
 def list_clients(args: argparse.Namespace) -> int:
     table = [("KIND", "DEFAULT", "VERSIONS", "KNOWN VERSIONS"), *rows()]
     widths = [max(len(r[i]) for r in table) for i in range(3)]
@@ -104,5 +118,7 @@ def list_clients(args: argparse.Namespace) -> int:
     print("\nknown issues (a matching finding is reported as a known issue, not a new failure):")
     for issue in known_issue_table():
         print(f"  {issue.kind} {issue.versions}: {issue.invariant}: {issue.summary} ({issue.reference})")
+    print("\nconsumer group protocol (KIP-848, KIND@VERSION+consumer): " + consumer_protocol_line())
     print(f"\nreference/FAULT (see conformance/reference/faults.py): {', '.join(REFERENCE_FAULTS)}")
+    print(f"reference+consumer/FAULT: {', '.join(CONSUMER_PROTOCOL_FAULTS)}")
     return 0

@@ -1,14 +1,21 @@
-"""Member specs: ``KIND[@VERSION][/FAULT...]``.
+"""Member specs: ``KIND[@VERSION][+PROTOCOL][/FAULT...]``.
 
 Examples: ``reference``, ``java@3.9.1``, ``librdkafka@2.16.1``,
-``sarama@1.60.1``, ``kafka-python@3.0.12``, ``reference/stale-owned-partitions``.
+``sarama@1.60.1``, ``kafka-python@3.0.12``, ``reference/stale-owned-partitions``,
+``java@4.4.0+consumer``, ``reference+consumer/ack-unrevoked``.
+
+``PROTOCOL`` is the group protocol the member speaks: ``classic`` (JoinGroup/SyncGroup, the
+default, never written out) or ``consumer`` (KIP-848, ConsumerGroupHeartbeat). Which kinds and
+versions speak ``consumer`` is their kind module's ``consumer-protocol`` feature
+(:func:`conformance.members.kinds.has_feature`), checked with the other features before a run.
 
 Guarantees: ``MemberSpec.parse(str(spec)) == spec`` for every valid spec; an
 omitted version resolves to the pinned default in :mod:`conformance.config`;
-faults are accepted only for ``reference`` and only from the known list, and a
-bad spec raises :class:`~conformance.errors.UsageError` saying what is wrong.
-A version is one word of ``[0-9A-Za-z.+_-]`` here; whether it exists and can
-run is :mod:`conformance.members.versions`'s question (it may ask a registry).
+faults are accepted only for ``reference`` and only from the list of its protocol
+(:data:`REFERENCE_FAULTS` for classic, :data:`CONSUMER_PROTOCOL_FAULTS` for consumer),
+and a bad spec raises :class:`~conformance.errors.UsageError` saying what is wrong.
+A version is one word of ``[0-9A-Za-z._-]`` here (``+`` starts the protocol); whether it exists
+and can run is :mod:`conformance.members.versions`'s question (it may ask a registry).
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from dataclasses import dataclass
 
 from conformance.config import DEFAULT_CLIENT_VERSIONS
 from conformance.errors import UsageError
+from conformance.members.harness_config import GROUP_PROTOCOLS
 
 KINDS: tuple[str, ...] = tuple(DEFAULT_CLIENT_VERSIONS)
 
@@ -40,7 +48,14 @@ REFERENCE_FAULTS: tuple[str, ...] = (
     "stall-retained",
 )
 
-_VERSION_RE = re.compile(r"[0-9A-Za-z][0-9A-Za-z.\-+_]{0,63}", re.ASCII)
+#: Deliberate deviations of the reference KIP-848 member (``reference+consumer/FAULT``).
+CONSUMER_PROTOCOL_FAULTS: tuple[str, ...] = (
+    "ack-unrevoked",
+    "stale-epoch",
+    "ignore-fenced",
+)
+
+_VERSION_RE = re.compile(r"[0-9A-Za-z][0-9A-Za-z.\-_]{0,63}", re.ASCII)
 
 
 @dataclass(frozen=True, order=True)
@@ -48,14 +63,20 @@ class MemberSpec:
     kind: str
     version: str
     faults: tuple[str, ...] = ()
+    protocol: str = "classic"
 
     @classmethod
     def parse(cls, text: str) -> "MemberSpec":
-        """Parse ``KIND[@VERSION][/FAULT...]``, filling in the default version."""
+        """Parse ``KIND[@VERSION][+PROTOCOL][/FAULT...]``, filling in the default version."""
         raw = text.strip()
         if not raw:
-            raise UsageError("empty member spec: expected KIND[@VERSION][/FAULT...], e.g. java@3.9.1")
+            raise UsageError("empty member spec: expected KIND[@VERSION][+PROTOCOL][/FAULT...], e.g. java@3.9.1")
         head, *faults = raw.split("/")
+        head, plus, protocol = head.partition("+")
+        if plus and protocol not in GROUP_PROTOCOLS:
+            raise UsageError(f"member spec {raw!r}: unknown group protocol {protocol!r} after '+'; "
+                             f"known: {', '.join(GROUP_PROTOCOLS)}")
+        protocol = protocol or "classic"
         kind, _, version = head.partition("@")
         if kind not in KINDS:
             raise UsageError(f"member spec {raw!r}: unknown kind {kind!r}; known kinds: {', '.join(KINDS)}")
@@ -65,17 +86,18 @@ class MemberSpec:
             raise UsageError(f"member spec {raw!r}: {version!r} is not a version")
         if faults and kind != "reference":
             raise UsageError(f"member spec {raw!r}: faults are only for 'reference', not {kind!r}")
+        known = CONSUMER_PROTOCOL_FAULTS if protocol == "consumer" else REFERENCE_FAULTS
         for fault in faults:
-            if fault not in REFERENCE_FAULTS:
-                raise UsageError(
-                    f"member spec {raw!r}: unknown fault {fault!r}; known faults: {', '.join(REFERENCE_FAULTS)}"
-                )
-        return cls(kind=kind, version=version or DEFAULT_CLIENT_VERSIONS[kind], faults=tuple(faults))
+            if fault not in known:
+                raise UsageError(f"member spec {raw!r}: unknown fault {fault!r} for a {protocol}-protocol member; "
+                                 f"known faults: {', '.join(known)}")
+        return cls(kind=kind, version=version or DEFAULT_CLIENT_VERSIONS[kind], faults=tuple(faults),
+                   protocol=protocol)
 
     @property
     def label(self) -> str:
-        """``kind@version`` (no faults): the matrix axis."""
-        return f"{self.kind}@{self.version}"
+        """``kind@version``, with ``+consumer`` for a KIP-848 member (no faults): the matrix axis."""
+        return f"{self.kind}@{self.version}" + ("" if self.protocol == "classic" else f"+{self.protocol}")
 
     def __str__(self) -> str:
         return "/".join((self.label, *self.faults))

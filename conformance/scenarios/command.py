@@ -101,11 +101,18 @@ def check_engine() -> None:
 def check_cell(cell: Cell) -> None:
     """UsageError (one line) unless ``cell``'s scenario can run on its mix: every target exists
     (:func:`~conformance.scenarios.parse.check_targets`), every member has the features the
-    scenario needs (static membership for ``members static=true``; the kind modules' FEATURES) and
+    scenario needs (static membership for ``members static=true``, KIP-848 for a ``+consumer`` spec;
+    the kind modules' FEATURES) and
     the members form a group (:func:`~conformance.scenarios.mixing.plan_mix`, which also knows who
     lacks cooperative rebalancing or an assignor). Offline: versions are :func:`preflight`'s."""
     check_targets(cell.scenario, [s.kind for s in cell.specs])
     check_backend(cell)
+    for spec in cell.specs:
+        if spec.protocol == "consumer" and not has_feature(spec.kind, spec.version, "consumer-protocol"):
+            since = feature_since(spec.kind, "consumer-protocol")
+            raise UsageError(f"{spec}: {spec.kind}@{spec.version} does not speak the consumer group protocol "
+                             f"(KIP-848, +consumer)" + (f"; {spec.kind} does from {since}" if since else
+                                                         f"; {spec.kind} has no KIP-848 member"))
     if cell.scenario.static_members:
         for spec in cell.specs:
             if not has_feature(spec.kind, spec.version, "static-membership"):

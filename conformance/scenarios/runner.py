@@ -167,7 +167,7 @@ class CellRun:
                 bootstrap_servers=bootstrap_for(name), group_id=self.group_id,
                 topics=[next(iter(sc.topics))],  # the first declared topic; `resubscribe` changes it
                 history_path=str(self.run_dir.history(name)),
-                assignment_strategies=list(strategies), commit_mode=sc.commit_mode,
+                assignment_strategies=list(strategies), group_protocol=spec.protocol, commit_mode=sc.commit_mode,
                 processing_delay_ms=sc.processing_delay_ms,
                 group_instance_id=f"{self.group_id}-{name}" if sc.static_members else None,
                 extra=extra,

@@ -102,6 +102,8 @@ FEATURE_NAMES: dict[str, str] = {
     "mix-eager-cooperative": "an eager and a cooperative assignor in one list (the first upgrade bounce)",
     "protocol-of-chosen-assignor": "rebalances by the protocol of the assignor the group chose (else, like "
                                    "Java: eagerly whenever its list has an eager assignor)",
+    "consumer-protocol": "the KIP-848 consumer group protocol (ConsumerGroupHeartbeat; the member spec's "
+                         "+consumer)",
     "assignor:cooperative-sticky": "the cooperative-sticky assignor",
     "assignor:sticky": "the eager sticky assignor",
     "assignor:range": "the range assignor",

@@ -67,6 +67,8 @@ FEATURES: tuple[Feature, ...] = (
     Feature("assignor-list", None, _SRC),
     Feature("mix-eager-cooperative", None, "[cooperative-sticky, range] is the documented first upgrade bounce"),
     Feature("static-membership", None, "group.instance.id, KIP-345 (2.3.0)"),
+    Feature("consumer-protocol", "3.7.0", "group.protocol=consumer, KIP-848: early access in 3.7-3.9 (brokers "
+                                          "configured for it), GA in 4.0.0"),
 )
 
 

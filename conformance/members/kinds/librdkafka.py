@@ -94,6 +94,8 @@ FEATURES: tuple[Feature, ...] = (
     Feature("assignor:roundrobin", None, _SRC),
     Feature("assignor-list", None, "partition.assignment.strategy takes a list"),
     Feature("static-membership", None, "group.instance.id, librdkafka 1.4.0 (older than OLDEST)"),
+    Feature("consumer-protocol", "2.12.0", "group.protocol=consumer, KIP-848: GA in librdkafka 2.12.0 "
+                                           "(CHANGELOG; early access from 2.4.0 is not run)"),
     Feature("cooperative", "1.6.1", "KIP-429 in librdkafka 1.6.0; confluent-kafka's incremental_assign/unassign "
                                     "from 1.6.1 (checked: 1.6.0's Consumer has neither)"),
     Feature("assignor:cooperative-sticky", "1.6.1", _SRC + "; usable with incremental_assign, from 1.6.1"),

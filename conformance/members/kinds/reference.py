@@ -20,7 +20,7 @@ DEFAULT_VERSION: str = __version__
 KNOWN_VERSIONS: tuple[str, ...] = (DEFAULT_VERSION,)
 #: Everything the harness contract asks for (conformance/reference/member.py).
 FEATURES: tuple[Feature, ...] = tuple(Feature(name) for name in (
-    "cooperative", "static-membership", "assignor-list", "mix-eager-cooperative",
+    "cooperative", "static-membership", "assignor-list", "mix-eager-cooperative", "consumer-protocol",
     *(f"assignor:{s}" for s in STRATEGIES)))
 
 
