@@ -9,8 +9,9 @@ Kafka's JSON schemas (:data:`FLEXIBLE_FROM`).
 Bodies are decoded with kafka-python's schema-driven protocol classes for the
 classic group APIs (kafka.protocol.consumer.group; JoinGroup 0-9, SyncGroup
 0-5, Heartbeat 0-4, LeaveGroup 0-5, OffsetCommit 0-10). kafka-python has no
-ConsumerGroupHeartbeat (KIP-848, api 68), so that one is decoded here from its
-schema (versions 0-1, flexible from 0).
+ConsumerGroupHeartbeat (KIP-848, api 68): its bodies are decoded by the one
+codec of that format, :mod:`conformance.protocol.consumer_group_heartbeat`
+(versions 0-1, flexible from 0), which the reference KIP-848 member also uses.
 
 Guarantee: every function either returns a record or raises
 :class:`WireDecodeError` with the reason; it never raises anything else for
@@ -21,7 +22,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from typing import Any, Callable
+from typing import Any
+
+from conformance.protocol import consumer_group_heartbeat as cgh
+from conformance.protocol.wire import DecodeError
 
 #: api key -> name, for the APIs the tap records.
 GROUP_APIS: dict[int, str] = {8: "OffsetCommit", 11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup",
@@ -54,9 +58,6 @@ class _Reader:
         self.pos += n
         return out
 
-    def int8(self) -> int:
-        return struct.unpack(">b", self.take(1))[0]
-
     def int16(self) -> int:
         return struct.unpack(">h", self.take(2))[0]
 
@@ -77,27 +78,6 @@ class _Reader:
     def nullable_string(self) -> str | None:
         n = self.int16()
         return None if n < 0 else self._text(self.take(n))
-
-    def compact_nullable_string(self) -> str | None:
-        n = self.uvarint() - 1
-        return None if n < 0 else self._text(self.take(n))
-
-    def compact_string(self) -> str:
-        s = self.compact_nullable_string()
-        if s is None:
-            raise WireDecodeError(f"null where a non-nullable string is required (offset {self.pos})")
-        return s
-
-    def compact_array(self, item: Callable[[], Any]) -> list | None:
-        n = self.uvarint() - 1
-        if n < 0:
-            return None
-        if n > len(self.data) - self.pos:
-            raise WireDecodeError(f"array of {n} items cannot fit in the {len(self.data) - self.pos} bytes left")
-        return [item() for _ in range(n)]
-
-    def uuid(self) -> str:
-        return self.take(16).hex()
 
     def tagged_fields(self) -> None:
         for _ in range(self.uvarint()):
@@ -144,7 +124,7 @@ def decode_request(frame: bytes) -> dict[str, Any]:
         r.tagged_fields()
     body = frame[r.pos:]
     if api_key == 68:
-        rec.update(_cgh_request(_Reader(body), version))
+        rec.update(_cgh_request(body, version))
     else:
         rec.update(_classic(api_key, version, body, request=True))
     return rec
@@ -159,7 +139,7 @@ def decode_response(frame: bytes, api_key: int, version: int) -> dict[str, Any]:
         r.tagged_fields()
     body = frame[r.pos:]
     if api_key == 68:
-        rec.update(_cgh_response(_Reader(body), version))
+        rec.update(_cgh_response(body, version))
     else:
         rec.update(_classic(api_key, version, body, request=False))
     return rec
@@ -244,42 +224,32 @@ def _topic(t: Any, version: int) -> str:
     return t.name
 
 
-# -- ConsumerGroupHeartbeat (KIP-848), decoded from its schema ---------------------------
+# -- ConsumerGroupHeartbeat (KIP-848): the one codec, conformance.protocol.consumer_group_heartbeat ---
 
-def _cgh_topic_partitions(r: _Reader) -> dict[str, Any]:
-    topic_id = r.uuid()
-    partitions = r.compact_array(r.int32) or []
-    r.tagged_fields()
-    return {"topic_id": topic_id, "partitions": partitions}
+def _cgh_topic_partitions(tps: tuple | None) -> list[dict[str, Any]] | None:
+    return None if tps is None else [{"topic_id": t.topic_id.hex(), "partitions": list(t.partitions)} for t in tps]
 
 
-def _cgh_request(r: _Reader, version: int) -> dict[str, Any]:
-    out: dict[str, Any] = {"group_id": r.compact_string(), "member_id": r.compact_string()}
-    out["member_epoch"] = r.int32()
-    out["generation"] = out["member_epoch"]
-    out["group_instance_id"] = r.compact_nullable_string()
-    out["rack_id"] = r.compact_nullable_string()
-    out["rebalance_timeout_ms"] = r.int32()
-    out["subscribed_topic_names"] = r.compact_array(r.compact_string)
-    out["subscribed_topic_regex"] = r.compact_nullable_string() if version >= 1 else None
-    out["server_assignor"] = r.compact_nullable_string()
-    out["owned"] = r.compact_array(lambda: _cgh_topic_partitions(r))
-    r.tagged_fields()
-    return out
+def _cgh_request(body: bytes, version: int) -> dict[str, Any]:
+    try:
+        req = cgh.decode_request(body, version)
+    except DecodeError as exc:
+        raise WireDecodeError(f"ConsumerGroupHeartbeatRequest v{version}: {exc}") from exc
+    return {"group_id": req.group_id, "member_id": req.member_id, "member_epoch": req.member_epoch,
+            "generation": req.member_epoch, "group_instance_id": req.instance_id, "rack_id": req.rack_id,
+            "rebalance_timeout_ms": req.rebalance_timeout_ms,
+            "subscribed_topic_names": None if req.subscribed_topic_names is None else list(req.subscribed_topic_names),
+            "subscribed_topic_regex": req.subscribed_topic_regex, "server_assignor": req.server_assignor,
+            "owned": _cgh_topic_partitions(req.topic_partitions)}
 
 
-def _cgh_response(r: _Reader, version: int) -> dict[str, Any]:
-    out: dict[str, Any] = {"throttle_time_ms": r.int32(), "error_code": r.int16()}
-    out["error_message"] = r.compact_nullable_string()
-    out["member_id"] = r.compact_nullable_string()
-    out["member_epoch"] = r.int32()
-    out["generation"] = out["member_epoch"]
-    out["heartbeat_interval_ms"] = r.int32()
-    present = r.int8()
-    if present < 0:
-        out["assigned"] = None
-    else:
-        out["assigned"] = r.compact_array(lambda: _cgh_topic_partitions(r)) or []
-        r.tagged_fields()
-    r.tagged_fields()
-    return out
+def _cgh_response(body: bytes, version: int) -> dict[str, Any]:
+    try:
+        resp = cgh.decode_response(body, version)
+    except DecodeError as exc:
+        raise WireDecodeError(f"ConsumerGroupHeartbeatResponse v{version}: {exc}") from exc
+    assigned = _cgh_topic_partitions(resp.assignment)
+    return {"throttle_time_ms": resp.throttle_time_ms, "error_code": resp.error_code,
+            "error_message": resp.error_message, "member_id": resp.member_id, "member_epoch": resp.member_epoch,
+            "generation": resp.member_epoch, "heartbeat_interval_ms": resp.heartbeat_interval_ms,
+            "assigned": assigned}
