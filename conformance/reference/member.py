@@ -51,24 +51,12 @@ Constraints any change must keep
 from __future__ import annotations
 
 import concurrent.futures
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
 
-from kafka.errors import for_code
-from kafka.protocol.consumer import (
-    FetchRequest,
-    HeartbeatRequest,
-    JoinGroupRequest,
-    LeaveGroupRequest,
-    ListOffsetsRequest,
-    OffsetCommitRequest,
-    OffsetFetchRequest,
-    SyncGroupRequest,
-)
+from kafka.protocol.consumer import HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest
 from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
-from kafka.record import MemoryRecords
 
 from conformance import config
 from conformance.history import HistoryWriter
@@ -83,44 +71,23 @@ from conformance.reference.claims import (
     plan_bytes,
     to_topic_partitions,
 )
+from conformance.reference.codes import (
+    COORDINATOR_MOVED,
+    FATAL_GROUP_ERRORS,
+    FENCED_INSTANCE_ID,
+    FENCING,
+    ILLEGAL_GENERATION,
+    MEMBER_ID_REQUIRED,
+    NONE,
+    REBALANCE_IN_PROGRESS,
+    UNKNOWN_MEMBER_ID,
+    error_name,
+)
 from conformance.reference.connection import Connection, ConnectionLost, split_address
+from conformance.reference.consuming import FatalClientError, PartitionConsumer
 from conformance.reference.faults import Faults
 
 CLIENT_VERSION = config.DEFAULT_CLIENT_VERSIONS["reference"]
-
-# Error codes the member reacts to (Kafka's protocol error table).
-NONE = 0
-OFFSET_OUT_OF_RANGE = 1
-COORDINATOR_LOAD_IN_PROGRESS = 14
-COORDINATOR_NOT_AVAILABLE = 15
-NOT_COORDINATOR = 16
-ILLEGAL_GENERATION = 22
-INCONSISTENT_GROUP_PROTOCOL = 23
-INVALID_GROUP_ID = 24
-UNKNOWN_MEMBER_ID = 25
-INVALID_SESSION_TIMEOUT = 26
-REBALANCE_IN_PROGRESS = 27
-GROUP_AUTHORIZATION_FAILED = 30
-MEMBER_ID_REQUIRED = 79
-GROUP_MAX_SIZE_REACHED = 81
-FENCED_INSTANCE_ID = 82
-
-FENCING = {ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID}
-COORDINATOR_MOVED = {COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR}
-FATAL_GROUP_ERRORS = {INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID, INVALID_SESSION_TIMEOUT,
-                      GROUP_AUTHORIZATION_FAILED, GROUP_MAX_SIZE_REACHED}
-
-
-def error_name(code: int) -> str:
-    try:
-        return f"{for_code(code).__name__}({code})"
-    except Exception:  # noqa: BLE001 - an unknown code is still reported by number
-        return f"error({code})"
-
-
-class FatalClientError(Exception):
-    """The member cannot go on; the message says what happened."""
-
 
 @dataclass
 class JoinResult:
@@ -136,7 +103,7 @@ class JoinResult:
     exception: str | None = None
 
 
-class ReferenceMember:
+class ReferenceMember(PartitionConsumer):
     """One reference consumer process (see the module docstring)."""
 
     def __init__(self, cfg: HarnessConfig, history: HistoryWriter) -> None:
@@ -198,25 +165,24 @@ class ReferenceMember:
                                      "generation": self.generation if self.generation >= 0 else None,
                                      "protocol": self.protocol_label})
 
-    def log(self, message: str) -> None:
-        print(f"[{self.cfg.member} {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-    def error(self, message: str, fatal: bool = False) -> None:
-        self.log(("FATAL " if fatal else "error ") + message)
-        self.history.record("error", error=message, fatal=fatal)
-
     def request_rejoin(self, reason: str) -> None:
         with self._flag_lock:
             if self.rejoin_reason is None:
                 self.rejoin_reason = reason
 
+    def commit_identity(self) -> tuple[int, str] | None:
+        return None if self.generation < 0 else (self.generation, self.member_id)
+
+    def commit_refused(self, codes: set[int], generation: int) -> None:
+        if codes & FENCING:
+            self._fenced(min(codes & FENCING), "OffsetCommit", generation)
+        elif REBALANCE_IN_PROGRESS in codes:
+            self.request_rejoin("REBALANCE_IN_PROGRESS on OffsetCommit")
+
     def _fenced(self, code: int, where: str, generation: int) -> None:
         with self._flag_lock:
             if generation == self.generation and self.fenced_reason is None:
                 self.fenced_reason = (code, f"{error_name(code)} on {where}")
-
-    def _sleep(self, seconds: float) -> None:
-        self.stop_event.wait(seconds)
 
     @property
     def stable(self) -> bool:
@@ -473,177 +439,9 @@ class ReferenceMember:
         self.log(f"generation {self.generation} ({self.group_protocol}{', leader' if self.is_leader else ''}): "
                  f"owns {sorted(self.owned)}")
 
-    def init_positions(self, tps: list[TP]) -> None:
-        """Committed offsets for ``tps``, else the auto_offset_reset position."""
-        if not tps:
-            return
-        assert self.coord is not None
-        by_topic: dict[str, list[int]] = {}
-        for t, p in tps:
-            by_topic.setdefault(t, []).append(p)
-        req = OffsetFetchRequest(group_id=self.cfg.group_id, require_stable=True, topics=[
-            OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=ps) for t, ps in sorted(by_topic.items())])
-        missing = list(tps)
-        try:
-            resp = self.coord.request(req)
-            if resp.error_code != NONE:
-                self.error(f"OffsetFetch: {error_name(resp.error_code)}")
-            else:
-                missing = []
-                for topic in resp.topics:
-                    for part in topic.partitions:
-                        tp = (topic.name, part.partition_index)
-                        if part.error_code == NONE and part.committed_offset >= 0:
-                            self.positions[tp] = part.committed_offset
-                            self.committed[tp] = part.committed_offset
-                        else:
-                            if part.error_code != NONE:
-                                self.error(f"OffsetFetch {tp[0]}-{tp[1]}: {error_name(part.error_code)}")
-                            missing.append(tp)
-        except ConnectionLost as exc:
-            self.error(f"OffsetFetch: {exc}")
-        self.reset_positions(missing)
-
-    def reset_positions(self, tps: list[TP]) -> None:
-        if not tps:
-            return
-        ts = -2 if self.cfg.auto_offset_reset == "earliest" else -1
-        by_topic: dict[str, list[int]] = {}
-        for t, p in tps:
-            by_topic.setdefault(t, []).append(p)
-        LT = ListOffsetsRequest.ListOffsetsTopic
-        req = ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[
-            LT(name=t, partitions=[LT.ListOffsetsPartition(partition_index=p, timestamp=ts) for p in ps])
-            for t, ps in sorted(by_topic.items())])
-        try:
-            resp = self.data.request(req)
-        except ConnectionLost as exc:
-            self.error(f"ListOffsets: {exc}")
-            return
-        for topic in resp.topics:
-            for part in topic.partitions:
-                if part.error_code == NONE:
-                    self.positions[(topic.name, part.partition_index)] = part.offset
-                else:
-                    self.error(f"ListOffsets {topic.name}-{part.partition_index}: {error_name(part.error_code)}")
-
-    def commit(self, tps: list[TP], why: str) -> bool:
-        """Commit the positions of ``tps`` that moved since the last commit; record the outcome."""
-        offsets = {tp: self.positions[tp] for tp in tps if tp in self.positions
-                   and self.positions[tp] != self.committed.get(tp)}
-        if not offsets or self.generation < 0 or self.coord is None:
-            return True
-        by_topic: dict[str, list[tuple[int, int]]] = {}
-        for (t, p), o in sorted(offsets.items()):
-            by_topic.setdefault(t, []).append((p, o))
-        T = OffsetCommitRequest.OffsetCommitRequestTopic
-        generation = self.generation
-        req = OffsetCommitRequest(group_id=self.cfg.group_id, generation_id_or_member_epoch=generation,
-                                  member_id=self.member_id, group_instance_id=self.cfg.group_instance_id, topics=[
-            T(name=t, partitions=[T.OffsetCommitRequestPartition(partition_index=p, committed_offset=o,
-                                                                  committed_metadata="") for p, o in ps])
-            for t, ps in sorted(by_topic.items())])
-        listed = [[t, p, o] for (t, p), o in sorted(offsets.items())]
-        try:
-            resp = self.coord.request(req)
-        except ConnectionLost as exc:
-            self.history.record("committed", offsets=listed, error=str(exc), reason=why)
-            return False
-        errors = []
-        for topic in resp.topics:
-            for part in topic.partitions:
-                tp = (topic.name, part.partition_index)
-                if part.error_code == NONE:
-                    self.committed[tp] = offsets[tp]
-                else:
-                    errors.append((tp, part.error_code))
-        err = "; ".join(f"{t}-{p}: {error_name(c)}" for (t, p), c in errors) or None
-        self.history.record("committed", offsets=listed, error=err, reason=why)
-        codes = {c for _, c in errors}
-        if codes & FENCING:
-            self._fenced(min(codes & FENCING), "OffsetCommit", generation)
-        elif REBALANCE_IN_PROGRESS in codes:
-            self.request_rejoin("REBALANCE_IN_PROGRESS on OffsetCommit")
-        return not errors
-
-    def fetch_once(self) -> None:
-        unplaced = sorted(tp for tp in self.fetching if tp not in self.positions)
-        if unplaced and self.coord is not None and time.monotonic() >= self.next_position_retry:
-            # A position lookup failed (e.g. NOT_LEADER_OR_FOLLOWER just after a topic is created):
-            # ask again after a back-off rather than own the partition without ever fetching it.
-            self.next_position_retry = time.monotonic() + config.REFERENCE_RETRY_BACKOFF_MS / 1000.0
-            self.init_positions(unplaced)
-        tps = sorted(tp for tp in self.fetching if tp in self.positions and tp not in self.stalled)
-        if not tps:
-            self._sleep(0.05)
-            return
-        by_topic: dict[str, list[int]] = {}
-        for t, p in tps:
-            by_topic.setdefault(t, []).append(p)
-        FT = FetchRequest.FetchTopic
-        req = FetchRequest(replica_id=-1, max_wait_ms=config.REFERENCE_FETCH_MAX_WAIT_MS, min_bytes=1,
-                           max_bytes=4 << 20, isolation_level=0, session_id=0, session_epoch=-1,
-                           topics=[FT(topic=t, partitions=[FT.FetchPartition(
-                               partition=p, current_leader_epoch=-1, fetch_offset=self.positions[(t, p)],
-                               log_start_offset=-1, partition_max_bytes=256 << 10) for p in ps])
-                               for t, ps in sorted(by_topic.items())],
-                           forgotten_topics_data=[], rack_id=self.cfg.rack_id or "")
-        try:
-            resp = self.data.request(req)
-        except ConnectionLost as exc:
-            self.error(f"Fetch: {exc}")
-            self._sleep(config.REFERENCE_RETRY_BACKOFF_MS / 1000.0)
-            return
-        for topic in resp.responses:
-            for part in topic.partitions:
-                tp = (topic.topic, part.partition_index)
-                if part.error_code == OFFSET_OUT_OF_RANGE:
-                    self.error(f"Fetch {tp[0]}-{tp[1]}: {error_name(part.error_code)} at {self.positions.get(tp)}; resetting")
-                    self.reset_positions([tp])
-                elif part.error_code != NONE:
-                    self.error(f"Fetch {tp[0]}-{tp[1]}: {error_name(part.error_code)}")
-                elif part.records:
-                    self.process(tp, bytes(part.records))
-                if self._interrupted():
-                    return
-
     def _interrupted(self) -> bool:
         return (self.stop_event.is_set() or self.fenced_reason is not None
                 or (self.join_future is not None and self.join_future.done()))
-
-    def process(self, tp: TP, raw: bytes) -> None:
-        """Process the records of one partition from its position; one ``consumed`` event per batch."""
-        if tp not in self.fetching or tp not in self.positions:
-            return
-        position = self.positions[tp]
-        first = last = None
-        count = 0
-        delay = self.cfg.processing_delay_ms / 1000.0
-        records = MemoryRecords(raw)
-        while not self._interrupted():
-            batch = records.next_batch()
-            if batch is None:
-                break
-            if getattr(batch, "is_control_batch", False):
-                position = max(position, batch.next_offset if hasattr(batch, "next_offset") else position)
-                continue
-            for record in batch:
-                if record.offset < position:
-                    continue
-                if delay:
-                    time.sleep(delay)
-                first = record.offset if first is None else first
-                last = record.offset
-                count += 1
-                position = record.offset + 1
-                if self._interrupted():
-                    break
-        if count:
-            self.positions[tp] = position
-            self.history.record("consumed", topic=tp[0], partition=tp[1], first_offset=first,
-                                last_offset=last, count=count)
-            if self.cfg.commit_mode == "sync-batch":
-                self.commit([tp], "batch")
 
     def check_metadata(self) -> None:
         """Leader only: new partitions of a subscribed topic trigger a rejoin (Java's metadata snapshot)."""
