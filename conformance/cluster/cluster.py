@@ -190,6 +190,18 @@ class Cluster:
             admin.close()
         self._wait_partitions(name, partitions)
 
+    def topic_id(self, name: str) -> str | None:
+        """The topic id of ``name`` (KIP-516) as 32 hex digits, as the wire tap writes ids (OffsetCommit
+        v10+, ConsumerGroupHeartbeat); None when the broker reports none (the all-zero id: before 2.8)."""
+        admin = self._admin()
+        try:
+            described = admin.describe_topics([name])
+        finally:
+            admin.close()
+        tid = described[0].get("topic_id") if described else None
+        text = str(tid or "").replace("-", "").lower()   # a uuid.UUID or its text
+        return text if text.strip("0") else None
+
     def add_partitions(self, name: str, total: int) -> None:
         """Grow ``name`` to ``total`` partitions and wait until all have a leader."""
         from kafka.admin import NewPartitions
