@@ -15,7 +15,7 @@ from conformance.members.kinds import java
 
 def test_clients_list_shows_every_kind_with_default_and_known_versions(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["clients", "list"]) == 0
-    table, features, known, kip848, faults = capsys.readouterr().out.split("\n\n")
+    table, features, brokers, known, kip848, faults = capsys.readouterr().out.split("\n\n")
     rows = {line.split()[0]: line for line in table.splitlines()[1:]}
     assert set(rows) == {"reference", "java", "librdkafka", "sarama", "kafka-python", "franz-go"}
     assert rows["franz-go"].split()[1:] == ["1.22.3", "1.7.0", "and", "later", "1.22.3", "[known:", "L4,", "R3],",
@@ -26,6 +26,10 @@ def test_clients_list_shows_every_kind_with_default_and_known_versions(capsys: p
             "assignor list: from 1.37.0; cooperative-sticky, mix eager cooperative: from 1.60.0; cooperative: from 1.61.0"
             in features.splitlines())
     assert "4.4.0" in rows["java"] and "4.4.0, 3.9.2, 2.8.2, 2.4.1" in rows["java"]
+    # Releases that cannot work with newer brokers, and why (a run pairing them is refused).
+    assert brokers.splitlines()[1].startswith("  librdkafka before 1.8.0: not with brokers 4.0.0 and later: queries "
+                                              "logical offsets (BEGINNING, END: auto.offset.reset) with ListOffsets v0")
+    assert brokers.splitlines()[-1] == "  reference, java, sarama, kafka-python, franz-go: no limit known"
     # Each version with known issues names their invariants, and the table says what they are.
     assert "1.38.1 [known: D2]" in rows["sarama"] and "1.61.1," in rows["sarama"]
     assert "1.9.2 [known: D1, L1]" in rows["librdkafka"]

@@ -1,6 +1,7 @@
 """``conformance clients list``: every member kind, its default version, the range of versions its
 harness runs, its known versions with their known issues, each kind's features by version (its
-module's FEATURES), and the table of known issues.
+module's FEATURES), the brokers old releases cannot work with (its module's BROKER_LIMITS: such a
+run is refused before it starts), and the table of known issues.
 
 Then the kinds that speak the consumer group protocol (KIP-848; a ``KIND@VERSION+consumer`` spec)
 and from which release, and the deliberate faults a ``reference/FAULT`` and a
@@ -65,6 +66,20 @@ def feature_line(kind: str) -> str:
     return "; ".join(f"{', '.join(by_when[w])}: {w}" for w in order)
 
 
+def broker_lines() -> list[str]:
+    """Each kind's BROKER_LIMITS as a line (``librdkafka before 1.8.0: not with brokers 4.0.0 and
+    later: ...``), then the kinds without such a table."""
+    lines, unlimited = [], []
+    for kind in KIND_MODULES:
+        limits = kinds.broker_limits(kind)
+        unlimited += [] if limits else [kind]
+        lines += [f"  {kind} before {row.fixed_in}: not with brokers {row.broker_from} and later: {row.reason}"
+                  + (f" ({row.source})" if row.source else "") for row in limits]
+    if unlimited:
+        lines.append(f"  {', '.join(unlimited)}: no limit known")
+    return lines
+
+
 def rows() -> list[tuple[str, str, str, str]]:
     """``(kind, default version, version range, known versions or "(not built)")`` for every
     registered kind; a known version shows the client library it really runs where that differs,
@@ -115,6 +130,10 @@ def list_clients(args: argparse.Namespace) -> int:
             print(f"  {kind}: {feature_line(kind)}")
         except SuiteError:
             print(f"  {kind}: (not built)")
+    print("\nbrokers (each kind module's BROKER_LIMITS; a run pairing such a release and broker is refused "
+          "before it starts):")
+    for line in broker_lines():
+        print(line)
     print("\nknown issues (a matching finding is reported as a known issue, not a new failure):")
     for issue in known_issue_table():
         print(f"  {issue.kind} {issue.versions}: {issue.invariant}: {issue.summary} ({issue.reference})")

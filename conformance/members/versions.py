@@ -24,6 +24,10 @@ Guarantees:
   registry's spelling, so that caches, manifests and known issues name each release one way.
 - A registry that does not answer is a :class:`~conformance.errors.SuiteError` naming the URL it
   asked (exit 2, before anything starts), never "no such release".
+- A release that cannot work with the run's broker (a row of its kind's ``BROKER_LIMITS``,
+  :class:`~conformance.members.kinds.BrokerLimit`) is refused by :func:`broker_problem`, offline,
+  naming the reason, the oldest release that can (of the kind's tiers) and the newest supported
+  broker it can work with.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from typing import Iterable, Sequence
 
 from conformance import config
 from conformance.errors import UsageError
-from conformance.members.kinds import kind_module
+from conformance.members.kinds import broker_limit, kind_module, minor_versions, release_tuple
 from conformance.members.spec import MemberSpec
 
 _RELEASE = re.compile(r"[0-9]+(?:\.[0-9]+)*", re.ASCII)
@@ -104,6 +108,28 @@ def problem(kind: str, version: str, available: Sequence[str] | None) -> str | N
         return f"{spec}: {registry_name(kind)} lists this release as {same[0]}; write {kind}@{same[0]}"
     near = closest(version, valid)
     return f"{spec}: {registry_name(kind)} has no release {version}; closest: {', '.join(near) or 'none'}"
+
+
+def broker_problem(kind: str, version: str, broker: str) -> str | None:
+    """Why ``kind@version`` cannot work with ``broker`` (one line: the kind module's reason, then
+    what would work), or None when no row of its BROKER_LIMITS blocks it. Offline. None also for a
+    release the offline rules refuse (:func:`problem`: below the kind's oldest): their refusal,
+    which :func:`check_specs` gives, says more."""
+    row = broker_limit(kind, version, broker)
+    if row is None or problem(kind, version, None) is not None:
+        return None
+    newer = sorted((v for v in minor_versions(kind) if not row.blocks(v, broker)), key=release_tuple)
+    older = sorted((b for b in config.BROKER_VERSIONS if not row.blocks(version, b)), key=release_tuple)
+    instead = [f"{kind}@{newer[0]} or later" if newer else f"{kind} from {row.fixed_in} on",
+               *([f"broker {older[-1]} or older"] if older else [])]
+    return (f"{kind}@{version} cannot work with broker {broker}: {kind} before {row.fixed_in} {row.reason}; "
+            f"choose {', or '.join(instead)}")
+
+
+def brokers_for(kind: str, version: str) -> tuple[str, ...]:
+    """The supported brokers (:data:`conformance.config.BROKER_VERSIONS`, in its order, newest
+    first) that ``kind@version`` can work with."""
+    return tuple(b for b in config.BROKER_VERSIONS if broker_limit(kind, version, b) is None)
 
 
 def is_installed(spec: MemberSpec) -> bool:

@@ -11,7 +11,9 @@
 Each cell's run seed is drawn from the plan's seed. Guarantees: the plan is a function of the
 matrix file and the seed (the same seed gives the same file, byte for byte); every cell passes
 :func:`conformance.scenarios.command.check_cell`, or planning stops with one line saying which
-class and group no scenario of it can run; shards are balanced by estimated wall
+class and group no scenario of it can run; a member that cannot work with one of the matrix's
+brokers (:func:`conformance.members.versions.broker_problem`) stops it first, since the cover
+puts every member on every broker; shards are balanced by estimated wall
 (:mod:`conformance.planning.walls`): longest cell first, each to the shard with the least so far.
 
 A plan file holds what it was planned from (the members, brokers, classes, group size), so that
@@ -30,6 +32,7 @@ from typing import Any
 
 from conformance.errors import UsageError
 from conformance.members.spec import MemberSpec
+from conformance.members.versions import broker_problem
 from conformance.planning.matrix_file import MatrixFile
 from conformance.planning.pairwise import Group, covered_pairs, cover, required_pairs
 from conformance.planning.walls import cell_wall_s
@@ -101,6 +104,12 @@ def build_plan(matrix: MatrixFile, seed: int, shards: int) -> Plan:
     """The plan of ``matrix`` for ``seed`` in ``shards`` shards (see the module's guarantees)."""
     specs = {str(s): s for s in matrix.members}
     labels = list(specs)
+    for spec in matrix.members:
+        for broker in matrix.brokers:
+            found = broker_problem(spec.kind, spec.version, broker)
+            if found:
+                raise UsageError(f"{matrix.path}: members and brokers: {found} (a plan puts every member on every "
+                                 "broker: drop one of the two)")
     rows: list[tuple[str, tuple[str, ...], str, int, str | None, str | None]] = []
     for class_name, scenarios in matrix.classes.items():
         rng = random.Random(f"{seed}:class:{class_name}")

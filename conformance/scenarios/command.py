@@ -2,7 +2,8 @@
 
 Guarantee: every input is checked before anything starts (no broker, no member, no
 install): the broker version, the member specs and their versions
-(:mod:`conformance.members.versions`), each scenario against the mix (its targets:
+(:mod:`conformance.members.versions`; a member release that cannot work with the cell's broker,
+by its kind's ``BROKER_LIMITS``, too), each scenario against the mix (its targets:
 :func:`conformance.scenarios.parse.check_targets`; its start strategies:
 :func:`conformance.scenarios.mixing.plan_mix`), ``--spark-master``
 (:mod:`conformance.spark_master`) and the runs directory, which is created. A mistake is one
@@ -25,7 +26,7 @@ from conformance.errors import UsageError, one_line
 from conformance.faults import FAULTS, unsupported
 from conformance.members.kinds import feature_since, has_feature
 from conformance.members.spec import MemberSpec, parse_specs
-from conformance.members.versions import check_specs
+from conformance.members.versions import broker_problem, check_specs
 from conformance.rundir import ready_dir
 from conformance.scenarios.catalog import get_scenario, is_builtin, scenario_names
 from conformance.scenarios.matrix import MatrixInterrupted, build_cells, run_matrix, summary_table
@@ -99,12 +100,17 @@ def check_engine() -> None:
 
 
 def check_cell(cell: Cell) -> None:
-    """UsageError (one line) unless ``cell``'s scenario can run on its mix: every target exists
-    (:func:`~conformance.scenarios.parse.check_targets`), every member has the features the
+    """UsageError (one line) unless ``cell``'s scenario can run on its mix: every member's release
+    can work with the cell's broker (:func:`~conformance.members.versions.broker_problem`), every
+    target exists (:func:`~conformance.scenarios.parse.check_targets`), every member has the features the
     scenario needs (static membership for ``members static=true``, KIP-848 for a ``+consumer`` spec;
     the kind modules' FEATURES) and
     the members form a group (:func:`~conformance.scenarios.mixing.plan_mix`, which also knows who
     lacks cooperative rebalancing or an assignor). Offline: versions are :func:`preflight`'s."""
+    for spec in dict.fromkeys(cell.specs):
+        found = broker_problem(spec.kind, spec.version, cell.broker)
+        if found:
+            raise UsageError(found)
     check_targets(cell.scenario, [s.kind for s in cell.specs])
     check_backend(cell)
     for spec in cell.specs:

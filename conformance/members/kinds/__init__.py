@@ -37,6 +37,9 @@ Optional, each with the default that :func:`features_of` and the helpers below a
   old and one new; default ``KNOWN_VERSIONS``). ``MINOR_VERSIONS``: the newest patch of every
   supported minor, for the nightly contract tier (default ``KNOWN_VERSIONS``).
 - ``KNOWN_ISSUES: tuple[KnownIssue, ...]``: its rows of the known-issues table (default none).
+- ``BROKER_LIMITS: tuple[BrokerLimit, ...]``: releases that cannot work with newer brokers, and
+  why (default none); a member refused by one is refused before a run starts
+  (:func:`conformance.members.versions.broker_problem`).
 - ``IN_DEFAULT_MIX``: False keeps the kind out of the default mix of ``conformance run`` (and so
   out of the default matrix), with the reason beside it (default True).
 - ``GOLDEN_VERSIONS``: releases whose golden vectors ``scripts/regen-golden.sh`` writes with
@@ -167,6 +170,36 @@ def feature_since(kind: str, name: str) -> str | None:
         if f.name == name:
             return f.since
     return None
+
+
+@dataclass(frozen=True)
+class BrokerLimit:
+    """Releases of a kind before ``fixed_in`` cannot work with brokers from ``broker_from`` on.
+
+    ``reason`` says what fails, as a clause that completes "KIND before FIXED_IN ..." (the refusal
+    line quotes it); ``source`` where that was read (the client's sources, the broker's). Both
+    bounds compare as releases (:func:`release_tuple`): a kind's release is its spec's version."""
+
+    fixed_in: str
+    broker_from: str
+    reason: str
+    source: str = ""
+
+    def blocks(self, version: str, broker: str) -> bool:
+        """Whether ``version`` of the kind cannot work with ``broker`` by this row."""
+        return (release_tuple(version) < release_tuple(self.fixed_in)
+                and release_tuple(broker) >= release_tuple(self.broker_from))
+
+
+def broker_limits(kind: str) -> tuple[BrokerLimit, ...]:
+    """``kind``'s BROKER_LIMITS (none when its module has no such table)."""
+    return tuple(getattr(kind_module(kind), "BROKER_LIMITS", ()))
+
+
+def broker_limit(kind: str, version: str, broker: str) -> BrokerLimit | None:
+    """The first row of ``kind``'s BROKER_LIMITS by which ``kind@version`` cannot work with
+    ``broker``; None when it can (no row blocks it)."""
+    return next((row for row in broker_limits(kind) if row.blocks(version, broker)), None)
 
 
 def default_version(kind: str) -> str:

@@ -46,6 +46,20 @@ with the same harness passes):
   violation names the SyncGroup's generation. Seen: 1.9.2 in leader-rotation
   and rolling-restart.
 
+Brokers: releases before 1.8.0 cannot consume from Kafka 4.0 and later (:data:`BROKER_LIMITS`;
+a run that pairs them is refused before it starts). They resolve a logical offset (BEGINNING or
+END, as ``auto.offset.reset`` asks for a partition without a committed offset) with ListOffsets
+v0, hard-coded (``rd_kafka_OffsetRequest(..., 0, ...)`` in ``rdkafka_partition.c``); Kafka 4.0
+removed ListOffsets v0 (KIP-896: its ListOffsetsRequest's lowest version is 1, read from the
+4.0.2 and 4.4.0 jars; 3.9.2's is 0), so librdkafka fails each lookup locally with
+``_UNSUPPORTED_FEATURE`` ("Failed to query logical offset BEGINNING: Local: Required feature not
+supported by broker"): the member joins and is assigned but consumes nothing. librdkafka 1.8.0
+negotiates ListOffsets v0-v2 (commit 5924170c5, #3423). Seen, contract test on broker 4.4.0: 1.6.1
+and 1.7.0 consume nothing (about 1200 such errors a minute), 1.8.2, 1.9.2 and 2.16.1 pass; on
+broker 3.9.2 1.6.1 and 1.7.0 pass.
+PyPI has no confluent-kafka 1.8.0 or 1.8.1, so 1.8.2 is the oldest release to run on the default
+broker.
+
 The venv installer is :mod:`conformance.members.pypi_venv`, shared with every
 kind installed from PyPI.
 """
@@ -60,7 +74,7 @@ from pathlib import Path
 from conformance import config, registries
 from conformance.members.interpreters import find_python
 from conformance.members.harness_config import STRATEGIES
-from conformance.members.kinds import Feature, release_tuple
+from conformance.members.kinds import BrokerLimit, Feature, release_tuple
 from conformance.members.known_issues import KnownIssue
 from conformance.members.pypi_venv import MARKER, install_pypi_venv, python_env, venv_dir, venv_python
 
@@ -100,6 +114,15 @@ FEATURES: tuple[Feature, ...] = (
                                     "from 1.6.1 (checked: 1.6.0's Consumer has neither)"),
     Feature("assignor:cooperative-sticky", "1.6.1", _SRC + "; usable with incremental_assign, from 1.6.1"),
     # No mix-eager-cooperative: librdkafka refuses a list mixing eager and cooperative assignors.
+)
+
+#: Brokers a release cannot work with (see "Brokers" in the module docstring).
+BROKER_LIMITS: tuple[BrokerLimit, ...] = (
+    BrokerLimit("1.8.0", "4.0.0",
+                "queries logical offsets (BEGINNING, END: auto.offset.reset) with ListOffsets v0, which Kafka 4.0 "
+                "removed (KIP-896), so it consumes nothing",
+                "librdkafka v1.7.0 rdkafka_partition.c sends ListOffsets v0; v1.8.0 negotiates v0-v2 (commit "
+                "5924170c5, #3423); Kafka 4.0's ListOffsetsRequest starts at v1"),
 )
 
 #: The first confluent-kafka with the cooperative-sticky assignor and
