@@ -1,5 +1,5 @@
-"""The contract over kinds x versions: every kind, at its oldest and newest version, installs, builds,
-joins a group, consumes and leaves it cleanly, against a real broker.
+"""The contract over kinds x versions: every kind, at old and new versions, installs, builds, joins
+a group, consumes and leaves it cleanly, against a real broker.
 
 For each case (kind, version), with the strategy list the mixing rules give a lone member of it
 (:func:`conformance.scenarios.mixing.plan_mix`):
@@ -10,18 +10,27 @@ For each case (kind, version), with the strategy list the mixing rules give a lo
 3. SIGTERM: it exits 0, its history is one clean incarnation (started first, stopped last, no
    fatal error, ownership consistent), and its LeaveGroup crosses the wire (the tap records it).
 
-Tiers: CI runs one old and one new version of every kind (each kind's ``TEST_VERSIONS``: the
-newest and the oldest of them; ``setup --all`` installs exactly these, so CI builds nothing here).
-The nightly tier (``pytest --nightly``) runs the newest patch of every supported minor (each kind
+Tiers: CI runs one old and one new version of every kind on the default broker (each kind's
+``TEST_VERSIONS``: the newest and the oldest of them, which must be the oldest any tier runs on
+the default broker; ``setup --all`` installs exactly these, so CI builds nothing here). The
+nightly tier (``pytest --nightly``) runs the newest patch of every supported minor (each kind
 module's ``MINOR_VERSIONS``), the first run of which builds or installs each one into the cache.
+Each case runs on the default broker unless its release cannot work with it (its kind's
+``BROKER_LIMITS``: librdkafka before 1.8.0 on Kafka 4.x), then on the newest of
+``config.TESTED_BROKERS`` it can work with; the case's id names that broker
+(``librdkafka@1.6.1-on-3.9.2``). One cluster runs at a time: the cases of the default broker run
+first, then the cluster is swapped.
 """
 
 from __future__ import annotations
 
+from contextlib import ExitStack
+from pathlib import Path
 from typing import Iterator
 
 import pytest
 
+from conformance import config
 from conformance.cluster import Cluster
 from conformance.cluster.supervisor import Supervisor
 from conformance.members.harness_config import HarnessConfig
@@ -29,6 +38,7 @@ from conformance.members import kinds
 from conformance.members.kinds import KIND_MODULES, kind_module, release_tuple
 from conformance.members.launch import launch_member
 from conformance.members.spec import MemberSpec
+from conformance.members.versions import broker_problem, brokers_for
 from conformance.rundir import RunDir
 from conformance.scenarios.mixing import plan_mix
 
@@ -41,32 +51,78 @@ PARTITIONS = 2
 RECORDS_PER_PARTITION = 20
 
 
-def ci_cases() -> list[tuple[str, str]]:
-    """The newest and the oldest of each kind's TEST_VERSIONS (the reference has one version)."""
-    out: list[tuple[str, str]] = []
+def broker_for(kind: str, version: str) -> str:
+    """The broker a case runs on: the default one, unless ``kind@version`` cannot work with it
+    (BROKER_LIMITS), then the newest tested broker it can work with (``"none"`` when there is none:
+    the tiers test says so)."""
+    can = brokers_for(kind, version)
+    if config.DEFAULT_BROKER in can:
+        return config.DEFAULT_BROKER
+    return next((b for b in config.TESTED_BROKERS if b in can), "none")
+
+
+def ci_cases() -> list[tuple[str, str, str]]:
+    """``(kind, version, broker)``: the newest and the oldest of each kind's TEST_VERSIONS (the
+    reference has one version)."""
+    out: list[tuple[str, str, str]] = []
     for kind in KIND_MODULES:
         versions = kinds.test_versions(kind)
-        out += [(kind, v) for v in dict.fromkeys((versions[0], versions[-1]))]
+        out += [(kind, v, broker_for(kind, v)) for v in dict.fromkeys((versions[0], versions[-1]))]
     return out
 
 
-def nightly_cases() -> list[tuple[str, str]]:
-    """Every kind at the newest patch of each supported minor, but for the CI cases."""
-    ci = set(ci_cases())
-    return [(k, v) for k in KIND_MODULES for v in kinds.minor_versions(k) if (k, v) not in ci]
+def nightly_cases() -> list[tuple[str, str, str]]:
+    """Every kind at the newest patch of each supported minor, but for the CI cases; the cases on
+    the default broker first (so that the cluster is swapped at most once per other broker)."""
+    ci = {(k, v) for k, v, _ in ci_cases()}
+    cases = [(k, v, broker_for(k, v)) for k in KIND_MODULES for v in kinds.minor_versions(k) if (k, v) not in ci]
+    return sorted(cases, key=lambda case: case[2] != config.DEFAULT_BROKER)
+
+
+def case_id(kind: str, version: str, broker: str) -> str:
+    return f"{kind}@{version}" + ("" if broker == config.DEFAULT_BROKER else f"-on-{broker}")
 
 
 CI = ci_cases()
 NIGHTLY = nightly_cases()
 
 
+class Clusters:
+    """One running cluster at a time (two cores): the cluster of the broker a case asks for, started
+    when first asked for and stopped when a case asks for another broker (or the module ends). Each
+    cluster has a member slot for every selected case of the module, and its own run directory."""
+
+    def __init__(self, root: Path, slots: int) -> None:
+        self.root, self.slots = root, slots
+        self.broker: str | None = None
+        self.current: tuple | None = None
+        self._stack = ExitStack()
+
+    def get(self, broker: str) -> tuple:
+        """``(run, supervisor, cluster)`` of ``broker``, started now unless it is the running one."""
+        if broker != self.broker:
+            self.close()
+            run = RunDir.create(self.root, f"contract-{broker}")
+            sup = self._stack.enter_context(Supervisor(run.logs))
+            self.current = (run, sup, self._stack.enter_context(Cluster(run, broker, sup, slots=self.slots)))
+            self.broker = broker
+        assert self.current is not None
+        return self.current
+
+    def close(self) -> None:
+        self._stack.close()
+        self._stack, self.broker, self.current = ExitStack(), None, None
+
+
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[tuple]:
-    """One broker for the module; a member path for every selected case (each case's member has its own)."""
-    run = RunDir.create(tmp_path_factory.mktemp("runs"), "contract")
+def clusters(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Clusters]:
+    """The module's clusters; a member path for every selected case (each case's member has its own)."""
     slots = max(1, sum(1 for item in request.session.items if item.module is request.module))
-    with Supervisor(run.logs) as sup, Cluster(run, supervisor=sup, slots=slots) as c:
-        yield run, sup, c
+    made = Clusters(tmp_path_factory.mktemp("runs"), slots)
+    try:
+        yield made
+    finally:
+        made.close()
 
 
 def join_consume_leave(cluster: tuple, kind: str, version: str) -> None:
@@ -95,23 +151,35 @@ def join_consume_leave(cluster: tuple, kind: str, version: str) -> None:
     assert requests(wire_records(run.wire), "LeaveGroup", member), f"no LeaveGroup from {spec} in {run.wire}"
 
 
-@pytest.mark.parametrize("kind,version", CI, ids=[f"{k}@{v}" for k, v in CI])
-def test_oldest_and_newest_join_and_leave(cluster: tuple, kind: str, version: str) -> None:
-    join_consume_leave(cluster, kind, version)
+@pytest.mark.parametrize("kind,version,broker", CI, ids=[case_id(*case) for case in CI])
+def test_oldest_and_newest_join_and_leave(clusters: Clusters, kind: str, version: str, broker: str) -> None:
+    join_consume_leave(clusters.get(broker), kind, version)
 
 
 @pytest.mark.nightly
 @pytest.mark.timeout(1800)
-@pytest.mark.parametrize("kind,version", NIGHTLY, ids=[f"{k}@{v}" for k, v in NIGHTLY])
-def test_every_minor_joins_and_leaves(cluster: tuple, kind: str, version: str) -> None:
-    join_consume_leave(cluster, kind, version)
+@pytest.mark.parametrize("kind,version,broker", NIGHTLY, ids=[case_id(*case) for case in NIGHTLY])
+def test_every_minor_joins_and_leaves(clusters: Clusters, kind: str, version: str, broker: str) -> None:
+    join_consume_leave(clusters.get(broker), kind, version)
 
 
 def test_the_tiers_cover_each_kind_old_and_new() -> None:
-    kinds_in_ci = {k for k, _ in CI}
-    assert kinds_in_ci == set(KIND_MODULES)
+    # CI runs, for every kind, its newest release and the oldest that any tier runs on the default
+    # broker, both on the default broker; a case leaves the default broker only for a release that
+    # cannot work with it, and no tier runs a pairing the suite itself refuses.
+    default = config.DEFAULT_BROKER
+    assert {k for k, _, _ in CI} == set(KIND_MODULES)
+    for kind, version, broker in CI + NIGHTLY:
+        assert broker in config.TESTED_BROKERS, f"no tested broker can run {kind}@{version}"
+        assert broker_problem(kind, version, broker) is None, (kind, version, broker)
+        assert broker == default or broker_problem(kind, version, default), (kind, version, broker)
     for kind in KIND_MODULES:
-        ours = [v for k, v in CI if k == kind]
+        ours = [(v, b) for k, v, b in CI if k == kind]
         assert len(ours) == (1 if kind == "reference" else 2), (kind, ours)
-        # The CI's old version is the oldest any tier runs for that kind.
-        assert min(release_tuple(v) for v in ours) <= min(release_tuple(v) for k, v in NIGHTLY + CI if k == kind)
+        assert all(b == default for _, b in ours), f"CI must run {kind} on the default broker {default}: {ours}"
+        ci_oldest = min((release_tuple(v) for v, _ in ours))
+        on_default = sorted((v for k, v, b in CI + NIGHTLY if k == kind and b == default), key=release_tuple)
+        assert ci_oldest <= release_tuple(on_default[0]), \
+            f"CI's oldest {kind} is {ours}, but {on_default[0]} runs on the default broker {default}"
+        every = [v for k, v, _ in CI + NIGHTLY if k == kind]
+        assert max(release_tuple(v) for v, _ in ours) >= max(release_tuple(v) for v in every), (kind, ours, every)
