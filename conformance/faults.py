@@ -136,6 +136,7 @@ class Run(Protocol):
     def restart(self, slot: Any, mode: str, down_ms: int) -> None: ...
     def resubscribe(self, slot: Any, topics: list[str]) -> None: ...
     def bounce_strategies(self, to: list[str]) -> None: ...
+    def bounce_protocol(self, to: str) -> None: ...
     def rotate_leader(self, timeout_ms: int) -> None: ...
     def chaos(self, count: int, gap_ms: int) -> None: ...
 
@@ -278,6 +279,11 @@ def _bounce(run: Run, on: None, args: dict[str, Any]) -> bool:
     return True
 
 
+def _bounce_protocol(run: Run, on: None, args: dict[str, Any]) -> bool:
+    run.bounce_protocol(args["to"])
+    return True
+
+
 def _rotate_leader(run: Run, on: None, args: dict[str, Any]) -> bool:
     run.rotate_leader(args.get("timeout", 60_000))
     return True
@@ -334,6 +340,8 @@ FAULTS: dict[str, Fault] = {f.verb: f for f in (
           lines=(Line("add-partitions"),)),
     Fault("bounce-strategies", "rolling graceful restart onto to=LIST strategies", "none", _bounce,
           keys={"to": strategy_list}, required=("to",)),
+    Fault("bounce-protocol", "rolling graceful restart onto group protocol to=consumer|classic (KIP-848)", "none",
+          _bounce_protocol, keys={"to": choice("consumer", "classic")}, required=("to",)),
     Fault("resubscribe", "graceful restart subscribed to topics=A,B", "member", _resubscribe,
           keys={"topics": topic_list}, required=("topics",), check=_check_resubscribe),
     Fault("rotate-leader", "stop the current leader until every kind has led", "none", _rotate_leader,

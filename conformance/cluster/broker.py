@@ -172,10 +172,18 @@ def _port_open(port: int) -> bool:
 
 
 class Broker:
-    """A single KRaft broker of one run; see the module docstring for its guarantees."""
+    """A single KRaft broker of one run; see the module docstring for its guarantees.
 
-    def __init__(self, version: str, run_path: Path, supervisor: Supervisor, advertised_ports: list[int]) -> None:
+    ``migration_policy`` (one of :data:`MIGRATION_POLICIES`) is the broker's
+    ``group.consumer.migration.policy``, kept across restarts (a scenario's ``broker
+    migration-policy=``)."""
+
+    def __init__(self, version: str, run_path: Path, supervisor: Supervisor, advertised_ports: list[int],
+                 migration_policy: str = "bidirectional") -> None:
+        if migration_policy not in MIGRATION_POLICIES:
+            raise ValueError(f"migration policy {migration_policy!r} is not one of {', '.join(MIGRATION_POLICIES)}")
         self.version = version
+        self.migration_policy = migration_policy
         self.supervisor = supervisor
         self.install: BrokerInstall = broker_install(version) or BrokerInstall.load(ensure_broker(version))
         self.dir = Path(run_path) / "broker"
@@ -213,7 +221,7 @@ class Broker:
         self.slot_ports = [free_port() for _ in self.advertised_ports]
         props = broker_properties(self.version, data_dir=self.data_dir, controller_port=self.controller_port,
                                   direct_port=self.direct_port, slot_ports=self.slot_ports,
-                                  advertised_ports=self.advertised_ports)
+                                  advertised_ports=self.advertised_ports, migration_policy=self.migration_policy)
         self.dir.mkdir(parents=True, exist_ok=True)
         _write_properties(self.config_path, props)
 

@@ -18,6 +18,8 @@ Guarantees:
 - A member keeps its slot for the life of the cluster (restarts included);
   more members than slots is a UsageError naming the members holding slots.
 - The DIRECT listener has neither tap nor proxy (admin, producer, probes).
+- The broker runs with ``migration_policy`` as its ``group.consumer.migration.policy``
+  (KIP-848 online migration; :data:`conformance.cluster.broker.MIGRATION_POLICIES`).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ class Cluster:
 
     def __init__(self, run_dir: RunDir, broker_version: str = config.DEFAULT_BROKER,
                  supervisor: Supervisor | None = None, slots: int = config.CLUSTER_SLOTS,
-                 seed: int = 1) -> None:
+                 seed: int = 1, migration_policy: str = "bidirectional") -> None:
         if slots < 1:
             raise UsageError(f"a cluster needs at least one member slot, not {slots}")
         self.run_dir = run_dir
@@ -57,7 +59,9 @@ class Cluster:
         self.toxiproxy = ToxiproxyServer(self.supervisor, seed=seed)
         self.toxiproxy_client: ToxiproxyClient | None = None
         self._proxies: list[Proxy] = []
-        self.broker: Broker = Broker(broker_version, run_dir.path, self.supervisor, [])
+        self.migration_policy = migration_policy
+        self.broker: Broker = Broker(broker_version, run_dir.path, self.supervisor, [],
+                                     migration_policy=migration_policy)
         self._started = False
 
     # -- lifecycle ----------------------------------------------------------

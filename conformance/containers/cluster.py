@@ -31,6 +31,8 @@ Guarantees (those of :class:`conformance.cluster.cluster.Cluster`, plus):
   (:meth:`conformance.containers.network.RunNetwork.start_container`); the docker SDK owns the
   network and every container once started (restart, kill, logs, removal). Readiness is the
   suite's own probe, run after the start (no testcontainers wait strategy).
+- The broker's ``group.consumer.migration.policy`` is ``migration_policy`` (the scenario's ``broker
+  migration-policy=``), given with the listeners in ``$KAFKA_PROPERTIES`` over the image's default.
 - A broker restart keeps the container (its address and data): ``docker restart`` (clean: SIGTERM
   first) or ``docker kill -s KILL`` then ``docker start``, each waited on until ready again.
 """
@@ -155,11 +157,16 @@ class DockerCluster(Cluster):
     backend = "docker"
 
     def __init__(self, run_dir: RunDir, broker_version: str, supervisor: Supervisor, slots: int,
-                 images: dict[str, str], client: "docker.DockerClient | None" = None) -> None:
+                 images: dict[str, str], client: "docker.DockerClient | None" = None,
+                 migration_policy: str = "bidirectional") -> None:
+        from conformance.cluster.broker import MIGRATION_POLICIES
         from conformance.containers.engine import ensure_engine, run_labels
 
         if slots < 1:
             raise UsageError(f"a cluster needs at least one member slot, not {slots}")
+        if migration_policy not in MIGRATION_POLICIES:
+            raise ValueError(f"migration policy {migration_policy!r} is not one of {', '.join(MIGRATION_POLICIES)}")
+        self.migration_policy = migration_policy
         self.run_dir = run_dir
         self.slots = slots
         self.supervisor = supervisor
@@ -223,6 +230,8 @@ class DockerCluster(Cluster):
             "advertised.listeners": ",".join([f"DIRECT://{self.network.address(BROKER)}:{DIRECT_PORT}",
                                               *(f"{n}://{gateway}:{self.tap_ports[i]}" for i, n in enumerate(slots))]),
             "listener.security.protocol.map": ",".join(f"{n}:PLAINTEXT" for n in ["CONTROLLER", "DIRECT", *slots]),
+            # The image's default is bidirectional (broker_properties); a scenario may choose another.
+            "group.consumer.migration.policy": self.migration_policy,
         }
 
     def _bind_tap_at(self, slot: int, gateway: str) -> int:

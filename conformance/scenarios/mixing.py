@@ -19,6 +19,21 @@ A scenario may start every member on one list instead (``members strategies=rang
 upgrade starts eager) and move members to others (``bounce-strategies``); the protocol the
 group is then expected to end on follows from the members' final lists (:func:`group_protocol`).
 The harness config carries the list.
+
+KIP-848 (``+consumer`` members). A consumer-protocol member's list is not used while it speaks
+that protocol: the broker assigns (its server assignor, ``uniform`` by default). The plan still
+gives it the list it would get as a classic member, because a ``bounce-protocol to=classic`` (or
+a scenario's ``members start-protocol=classic``) runs it classic with that list, and the broker
+lets a classic member into a consumer group only when its list shares a name with every other
+classic member's (``ConsumerGroup.supportsClassicProtocols``: INCONSISTENT_GROUP_PROTOCOL
+otherwise; consumer members are not counted). A classic member inside a consumer group gets the
+first name of its own list as the group's protocol and runs that name's rebalance protocol
+(eager members revoke everything on each rejoin), so ``expected_protocol`` stays what the classic
+lists make (R5 judges the classic members' JoinGroups). The planned lists never use ``sticky``:
+Sarama's eager sticky assignor writes userData into assignments, and a classic group whose
+assignments carry userData is not upgraded online ("an unsupported custom assignor is in use",
+GROUP_ID_NOT_FOUND to the joining consumer member; KAFKA-18134). Which members a protocol
+bounce moves is :func:`protocol_moves`.
 """
 
 from __future__ import annotations
@@ -111,6 +126,25 @@ def plan_mix(specs: list[MemberSpec], start: Sequence[str] | None = None) -> Mix
             return MixPlan(tuple(lists), "eager", f"{', '.join(laggards)} lack cooperative support: the group runs {eager}")
     raise UsageError("these members share no assignment strategy: "
                      + "; ".join(f"{s}: {', '.join(sup)}" for s, sup in zip(specs, support)))
+
+
+def protocol_moves(specs: Sequence[MemberSpec], current: Sequence[str], to: str) -> list[int]:
+    """The members (by index) a ``bounce-protocol to=TO`` restarts, in mix order.
+
+    To ``consumer``: every member whose spec says ``+consumer`` (the protocol it ends on in this
+    cell; the spec check already refused a release without the kind's ``consumer-protocol``
+    feature) and that speaks ``classic`` now. To ``classic``: every member that speaks
+    ``consumer`` now (every kind speaks classic). Members already on ``to`` and classic-only specs
+    stay. ValueError for another ``to`` or lengths that differ."""
+    if to not in ("consumer", "classic"):
+        raise ValueError(f"bounce-protocol to={to!r}: expected consumer or classic")
+    if len(specs) != len(current):
+        raise ValueError(f"{len(specs)} specs but {len(current)} current protocols")
+    if to == "classic":
+        return [i for i, now in enumerate(current) if now == "consumer"]
+    return [i for i, (spec, now) in enumerate(zip(specs, current))
+            if now != "consumer" and spec.protocol == "consumer"
+            and has_feature(spec.kind, spec.version, "consumer-protocol")]
 
 
 def bounce_list(spec: MemberSpec, target: list[str], current: tuple[str, ...]) -> tuple[str, ...]:

@@ -45,6 +45,8 @@ class Scenario:
     static_members: bool = False          # give every member a group.instance.id
     start_strategies: tuple[str, ...] = ()  # every member's first list; () = planned from the mix
     leader_rotation: bool = False         # L5 applies
+    start_protocol: str = "spec"          # "spec": each member starts on its spec's protocol; "classic": all do
+    migration_policy: str = "bidirectional"  # the broker's group.consumer.migration.policy (KIP-848)
     phases: tuple[Phase, ...] = ()
 
     def fault_count(self) -> int:

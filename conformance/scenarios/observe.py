@@ -10,7 +10,15 @@ driver, not a judge: the verdicts are the pipeline's.
 disjoint and cover every partition of the topics they subscribe to (what a
 member owns is :class:`conformance.ownership.Holdings`, the judge's own
 rules); and nothing has moved (no assigned/revoked/lost event, no JoinGroup or SyncGroup
-on the wire) for a quiet period derived from the heartbeat interval.
+on the wire, no ConsumerGroupHeartbeat movement) for a quiet period derived from the heartbeat
+interval.
+
+ConsumerGroupHeartbeat (KIP-848) movement, per member (:meth:`GroupObserver.cgh_moves`): a
+request that joins or leaves (member epoch 0, -1 or -2); a response with an error; a response
+whose member epoch differs from the member's last one; a response that carries an assignment
+different from the last one the member was given. A steady heartbeat (no assignment in the
+response, the same epoch, no error) is not movement, nor is a repeated full assignment equal to
+the last (a member's full heartbeat after a reconnect is answered with its whole assignment).
 """
 
 from __future__ import annotations
@@ -70,6 +78,8 @@ class GroupObserver:
         self.member_ids: dict[str, str] = {}           # member_id -> member name (from the wire)
         self.leaders_seen: list[str] = []              # member names, in order of generations
         self.last_wire_change_ts: float = 0.0
+        self.cgh_epoch: dict[str, int] = {}                       # tap owner -> its last member epoch
+        self.cgh_assigned: dict[str, list[tuple[str, tuple[int, ...]]]] = {}   # tap owner -> last assignment
 
     # -- ingestion -------------------------------------------------------
     def _ingest_history(self, name: str, event: dict) -> None:
@@ -96,7 +106,8 @@ class GroupObserver:
         for _, rec, _ in wirelog.read_wire(self.wire.lines()):
             if rec is None:
                 continue
-            if rec.get("api") in ("JoinGroup", "SyncGroup"):
+            if rec.get("api") in ("JoinGroup", "SyncGroup") or (
+                    rec.get("api") == "ConsumerGroupHeartbeat" and self.cgh_moves(rec)):
                 self.last_wire_change_ts = float(rec.get("ts", now_ms()))
             if rec.get("api") == "JoinGroup" and rec.get("direction") == "response" and not rec.get("error_code"):
                 member_id, gen = rec.get("member_id"), rec.get("generation")
@@ -115,6 +126,29 @@ class GroupObserver:
                 if ev.get("event") == "produced":
                     tp = (ev["topic"], ev["partition"])
                     self.produced_upto[tp] = max(self.produced_upto.get(tp, -1), ev["last_offset"])
+
+    def cgh_moves(self, rec: dict) -> bool:
+        """Whether one ConsumerGroupHeartbeat record is movement (see the module docstring), and
+        take it into the member's last epoch and assignment. Records of the member's slot (tap
+        owner): one member process at a time holds a slot."""
+        member = str(rec.get("member", "?"))
+        epoch = rec.get("member_epoch")
+        if rec.get("direction") == "request":
+            return epoch in (0, -1, -2)
+        if rec.get("error_code"):
+            self.cgh_epoch.pop(member, None)
+            return True
+        moved = False
+        if isinstance(epoch, int):
+            moved = self.cgh_epoch.get(member) != epoch
+            self.cgh_epoch[member] = epoch
+        assigned = rec.get("assigned")
+        if isinstance(assigned, list):
+            now = sorted((str(tp.get("topic_id")), tuple(sorted(tp.get("partitions") or ())))
+                         for tp in assigned if isinstance(tp, dict))
+            moved = moved or self.cgh_assigned.get(member) != now
+            self.cgh_assigned[member] = now
+        return moved
 
     # -- questions -------------------------------------------------------
     def leader(self) -> str | None:

@@ -22,6 +22,13 @@ line; ``#`` starts a comment. Header statements come first, then phases::
 list instead of the one planned from the mix (:mod:`conformance.scenarios.mixing`);
 the upgrade scenario starts on ``range``.
 
+KIP-848: ``members start-protocol=classic`` starts every member on the classic protocol,
+whatever its spec says; a ``+consumer`` spec is then the protocol ``bounce-protocol
+to=consumer`` moves it to (the default, ``spec``, starts each member on its spec's protocol).
+``broker migration-policy=bidirectional|upgrade|downgrade|disabled`` is the broker's
+``group.consumer.migration.policy`` (default ``bidirectional``;
+:data:`conformance.cluster.broker.MIGRATION_POLICIES`), recorded in the manifest.
+
 Actions (``TARGET`` is ``all``, ``each`` (one after another, the group
 settling in between), ``leader``, ``follower``, ``random`` (seeded),
 ``reference`` (the first reference member), or ``m<i>``, the i-th member of
@@ -45,6 +52,9 @@ the mix):
 ``bounce-strategies``  rolling graceful restart with ``to=LIST`` strategies
                        (members that cannot move alone restart together:
                        ``mixing.bounce_steps``)
+``bounce-protocol``    rolling graceful restart onto ``to=consumer|classic``
+                       of each member that moves (``mixing.protocol_moves``),
+                       the group settling after each
 ``resubscribe TARGET`` graceful restart subscribed to ``topics=A,B``
 ``rotate-leader``      stop the current leader until every kind has led
 ``chaos``              ``count=N`` seeded random faults, ``gap=DUR``
@@ -77,6 +87,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
+from conformance.cluster.broker import MIGRATION_POLICIES
 from conformance.errors import UsageError
 from conformance.faults import FAULTS
 from conformance.scenarios.model import TARGET_WORDS, Action, Phase, Scenario
@@ -98,7 +109,8 @@ HEADERS: dict[str, Schema] = {
     "topic": {"partitions": int_in("topic partitions")},
     "producer": {"rate": int_in("producer rate")},
     "members": {"static": boolean, "processing-delay": parse_duration_ms, "commit": choice("auto", "sync-batch", "on-revoke"),
-                "strategies": strategy_list},
+                "strategies": strategy_list, "start-protocol": choice("spec", "classic")},
+    "broker": {"migration-policy": choice(*MIGRATION_POLICIES)},
 }
 
 
@@ -169,6 +181,9 @@ def parse_scenario(text: str, source: Path | None = None) -> Scenario:
                 args = _pairs(words, HEADERS[verb], where, verb)
                 if verb == "producer":
                     fields["producer_rate"] = args.get("rate", 200)
+                elif verb == "broker":
+                    if "migration-policy" in args:
+                        fields["migration_policy"] = args["migration-policy"]
                 else:
                     if "static" in args:
                         fields["static_members"] = args["static"]
@@ -178,6 +193,8 @@ def parse_scenario(text: str, source: Path | None = None) -> Scenario:
                         fields["commit_mode"] = args["commit"]
                     if "strategies" in args:
                         fields["start_strategies"] = tuple(args["strategies"])
+                    if "start-protocol" in args:
+                        fields["start_protocol"] = args["start-protocol"]
         elif verb == "expect":
             for w in words:
                 if w != "leader-rotation":
@@ -212,6 +229,8 @@ def parse_scenario(text: str, source: Path | None = None) -> Scenario:
         processing_delay_ms=fields.get("processing_delay_ms", 0), commit_mode=fields.get("commit_mode", "sync-batch"),
         static_members=fields.get("static_members", False), start_strategies=fields.get("start_strategies", ()),
         leader_rotation="leader-rotation" in seen_expect,
+        start_protocol=fields.get("start_protocol", "spec"),
+        migration_policy=fields.get("migration_policy", "bidirectional"),
         phases=tuple(phases),
     )
 

@@ -29,6 +29,13 @@ histories, wire capture, nemesis log, logs). Guarantees:
 - ``last_fault_ts`` is the last fault before the scenario's end (``end_ts``);
   the stops of teardown are logged in the nemesis log but are not faults of
   the scenario.
+- KIP-848: the broker runs with the scenario's migration policy (manifest
+  ``migration_policy``); each member starts on its spec's group protocol, or classic under
+  ``members start-protocol=classic`` (manifest member ``group_protocol``). Every ``start``
+  line of the nemesis log names the protocol that incarnation speaks (``details.group_protocol``),
+  and every change of a member's protocol (``bounce-protocol``) is in the manifest's
+  ``protocol_changes`` (``ts``, ``member``, ``from``, ``to``; ``ts`` is when the stopped member
+  is started on the new protocol).
 """
 
 from __future__ import annotations
@@ -50,7 +57,7 @@ from conformance.members.kinds import library_version
 from conformance.members.spec import MemberSpec
 from conformance.nemesis import Nemesis, NemesisLog
 from conformance.rundir import RunDir
-from conformance.scenarios.mixing import bounce_lists, bounce_steps, group_protocol, plan_mix
+from conformance.scenarios.mixing import bounce_lists, bounce_steps, group_protocol, plan_mix, protocol_moves
 from conformance.scenarios.model import Action, Scenario
 from conformance.scenarios.observe import GroupObserver
 from conformance.scenarios.schedule import Schedule
@@ -122,10 +129,13 @@ class CellRun:
                 {"name": s.name, "spec": str(s.spec), "kind": s.spec.kind, "version": s.spec.version,
                  "faults": list(s.spec.faults), "strategies": list(s.config.assignment_strategies),
                  "group_instance_id": s.config.group_instance_id,
+                 "group_protocol": self.start_protocols.get(s.name, s.config.group_protocol),
                  # The client library the member really ran (librdkafka inside confluent-kafka: 2.16.1 has 2.16.0).
                  "library_version": library_version(s.spec.kind, s.spec.version)}
                 for s in self.slots
             ],
+            "migration_policy": sc.migration_policy,
+            "protocol_changes": self.protocol_changes,
             "expected_protocol": self.expected_protocol,
             "mix_reason": self.mix_reason,
             "timing": {
@@ -169,12 +179,19 @@ class CellRun:
                 bootstrap_servers=bootstrap_for(name), group_id=self.group_id,
                 topics=[next(iter(sc.topics))],  # the first declared topic; `resubscribe` changes it
                 history_path=str(self.run_dir.history(name)),
-                assignment_strategies=list(strategies), group_protocol=spec.protocol, commit_mode=sc.commit_mode,
+                assignment_strategies=list(strategies), group_protocol=self._start_protocol(spec),
+                commit_mode=sc.commit_mode,
                 processing_delay_ms=sc.processing_delay_ms,
                 group_instance_id=f"{self.group_id}-{name}" if sc.static_members else None,
                 extra=extra,
             )
             self.slots.append(Slot(name, spec, cfg))
+            self.start_protocols[name] = cfg.group_protocol
+
+    def _start_protocol(self, spec: MemberSpec) -> str:
+        """The group protocol ``spec``'s member starts on: its spec's, or classic when the scenario
+        says ``members start-protocol=classic`` (the spec's is then where ``bounce-protocol`` takes it)."""
+        return "classic" if self.cell.scenario.start_protocol == "classic" else spec.protocol
 
     # ------------------------------------------------------------------ run
     def execute(self) -> RunDir:
@@ -183,6 +200,8 @@ class CellRun:
         self.partitions: dict[str, int] = dict(sc.topics)
         self.topic_ids: dict[str, str | None] = {}
         self.slots: list[Slot] = []
+        self.start_protocols: dict[str, str] = {}
+        self.protocol_changes: list[dict[str, Any]] = []
         self.phases: list[dict[str, Any]] = []
         self.nemesis: Nemesis | None = None
         self.observer: GroupObserver | None = None
@@ -232,9 +251,11 @@ class CellRun:
         slots = len(self.cell.specs)
         if self.cell.backend == "docker":
             from conformance.containers.cluster import DockerCluster
-            return DockerCluster(self.run_dir, self.cell.broker, sup, slots, self._images)
+            return DockerCluster(self.run_dir, self.cell.broker, sup, slots, self._images,
+                                 migration_policy=self.cell.scenario.migration_policy)
         from conformance.cluster import Cluster
-        return Cluster(self.run_dir, self.cell.broker, sup, slots=slots)
+        return Cluster(self.run_dir, self.cell.broker, sup, slots=slots,
+                       migration_policy=self.cell.scenario.migration_policy)
 
     def _fault_backend(self, cluster: Any) -> Backend:
         """The primitives of the table of faults on ``cluster``'s backend."""
@@ -310,7 +331,7 @@ class CellRun:
             slot.paused = False
             slot.proc.wait_ready(config.MEMBER_READY_TIMEOUT_S)
         self.nemesis.start(slot.name, start, strategies=slot.config.assignment_strategies,
-                           topics=slot.config.topics)
+                           topics=slot.config.topics, group_protocol=slot.config.group_protocol)
 
     def _stop_all_members(self) -> None:
         for slot in self.slots:
@@ -412,6 +433,27 @@ class CellRun:
         self.expected_protocol = group_protocol(moves) or self.expected_protocol
         self.mix_reason = (f"after bouncing to [{', '.join(to)}] the members offer "
                            + "; ".join(f"{s.name}: {', '.join(s.config.assignment_strategies)}" for s in self.slots))
+
+    def bounce_protocol(self, to: str) -> None:
+        """Move members onto group protocol ``to`` (``consumer`` or ``classic``) one at a time, in
+        mix order: each member :func:`conformance.scenarios.mixing.protocol_moves` names is stopped
+        gracefully (it leaves the group), started on ``to`` with its planned strategy list, and the
+        group settles before the next. A member that is not running is started on ``to``. Each
+        change is recorded in ``protocol_changes`` (see the module docstring)."""
+        moves = protocol_moves([s.spec for s in self.slots], [s.config.group_protocol for s in self.slots], to)
+        if not moves:
+            self.progress(f"bounce-protocol to={to}: no member moves")
+        for i in moves:
+            slot = self.slots[i]
+            self._note_unasked_exit(slot)
+            before = slot.config.group_protocol
+            if slot.running:
+                self.nemesis.terminate(slot.name, slot.proc)
+            self.protocol_changes.append({"ts": now_ms(), "member": slot.name, "from": before, "to": to})
+            slot.config.group_protocol = to
+            self.progress(f"bounce-protocol: {slot.name} {before} -> {to}")
+            self._start(slot)
+            self._settle()
 
     def resubscribe(self, slot: Slot, topics: list[str]) -> None:
         """Restart ``slot`` gracefully, subscribed to ``topics`` (declared topics only)."""
