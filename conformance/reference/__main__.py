@@ -25,10 +25,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"reference: unusable config {args[0]}: {exc}", file=sys.stderr)
         return 2
     history = HistoryWriter(cfg.history_path, cfg.member, "reference", cfg.client_version)
+    from conformance.reference.consumer_member import ConsumerProtocolMember
     from conformance.reference.member import FatalClientError, ReferenceMember
 
     try:
-        member = ReferenceMember(cfg, history)
+        member = (ConsumerProtocolMember if cfg.group_protocol == "consumer" else ReferenceMember)(cfg, history)
     except (UsageError, FatalClientError, ValueError) as exc:
         history.record("error", error=f"unusable configuration: {exc}", fatal=True)
         history.close()

@@ -3,7 +3,10 @@
 One :class:`Connection` is one TCP socket to one broker address. ``request``
 sends one request and waits for its response (one at a time: a lock
 serialises callers), at the highest version both this module's cap (see
-:data:`VERSION_CAPS`) and the broker support, learned once with ApiVersions.
+:data:`VERSION_CAPS`, overridable per connection) and the broker support,
+learned once with ApiVersions. ``request_body`` does the same for an API
+kafka-python has no class for (ConsumerGroupHeartbeat): the caller's codec
+encodes and decodes the body, this module the flexible headers around it.
 
 Guarantees: a socket error, a timeout or a malformed frame closes the socket
 and raises :class:`ConnectionLost` naming the address and the API; the next
@@ -15,9 +18,14 @@ from __future__ import annotations
 import socket
 import struct
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
+
+from conformance.protocol import DecodeError
+from conformance.protocol.flexible import FlexReader
+
+T = TypeVar("T")
 
 #: Highest version used per API key: the last versions that still name topics
 #: (later ones use topic ids) and keep single-group requests.
@@ -42,8 +50,10 @@ class ConnectionLost(Exception):
 class Connection:
     """One broker socket; thread-safe, one request in flight."""
 
-    def __init__(self, host: str, port: int, client_id: str, timeout_s: float = 30.0) -> None:
+    def __init__(self, host: str, port: int, client_id: str, timeout_s: float = 30.0,
+                 caps: dict[int, int] | None = None) -> None:
         self.host, self.port, self.client_id = host, int(port), client_id
+        self.caps = {**VERSION_CAPS, **(caps or {})}
         self.timeout_s = timeout_s
         self._sock: socket.socket | None = None
         self._lock = threading.Lock()
@@ -98,7 +108,7 @@ class Connection:
         if key not in self._versions:
             raise ConnectionLost(f"broker {self.address} does not support API key {key} ({request_class.__name__})")
         lo, hi = self._versions[key]
-        version = min(hi, request_class.max_version, VERSION_CAPS.get(key, hi))
+        version = min(hi, request_class.max_version, self.caps.get(key, hi))
         if version < lo:
             raise ConnectionLost(f"no common version of {request_class.__name__}: broker {lo}-{hi}, client <= {version}")
         return version
@@ -119,18 +129,9 @@ class Connection:
         assert self._sock is not None
         self._correlation = (self._correlation + 1) & 0x7FFFFFFF
         corr = self._correlation
-        try:
-            req.with_header(correlation_id=corr, client_id=self.client_id)
-            data = req.encode(version=version, header=True, framed=True)
-            self._sock.settimeout(timeout_s)
-            self._sock.sendall(data)
-            if on_sent is not None:
-                on_sent()
-            (size,) = struct.unpack(">i", self._recv_exact(4))
-            payload = self._recv_exact(size)
-        except (OSError, socket.timeout) as exc:
-            self.close()
-            raise ConnectionLost(f"{request_class.__name__} v{version} to {self.address}: {exc or type(exc).__name__}") from None
+        req.with_header(correlation_id=corr, client_id=self.client_id)
+        data = req.encode(version=version, header=True, framed=True)
+        payload = self._exchange(data, timeout_s, on_sent, f"{request_class.__name__} v{version}")
         response_class = req.header.get_response_class() if request_class is not ApiVersionsRequest else ApiVersionsResponse[0]
         try:
             resp = response_class.decode(payload, version=version, header=True)
@@ -142,6 +143,58 @@ class Connection:
             self.close()
             raise ConnectionLost(f"{request_class.__name__} to {self.address}: correlation id {got} != {corr}")
         return resp
+
+    def _exchange(self, data: bytes, timeout_s: float, on_sent: Callable[[], None] | None, what: str) -> bytes:
+        """Send one framed request, return the response frame's payload (ConnectionLost on failure)."""
+        assert self._sock is not None
+        try:
+            self._sock.settimeout(timeout_s)
+            self._sock.sendall(data)
+            if on_sent is not None:
+                on_sent()
+            (size,) = struct.unpack(">i", self._recv_exact(4))
+            return self._recv_exact(size)
+        except (OSError, socket.timeout) as exc:
+            self.close()
+            raise ConnectionLost(f"{what} to {self.address}: {exc or type(exc).__name__}") from None
+
+    def request_body(self, api_key: int, name: str, versions: tuple[int, int], encode: Callable[[int], bytes],
+                     decode: Callable[[bytes, int], T], timeout_s: float | None = None,
+                     on_sent: Callable[[], None] | None = None) -> tuple[T, int]:
+        """One request of a flexible API this module has no class for: ``(decoded response, version)``.
+
+        ``encode(version)`` gives the request body, ``decode(body, version)`` reads the response
+        body (a :class:`~conformance.protocol.DecodeError` there is a lost connection, said
+        precisely); the version is the highest in ``versions`` the broker supports.
+        """
+        with self._lock:
+            if self._sock is None:
+                self._connect()
+            assert self._versions is not None
+            if api_key not in self._versions:
+                raise ConnectionLost(f"broker {self.address} does not support API key {api_key} ({name})")
+            lo, hi = self._versions[api_key]
+            version = min(hi, versions[1], self.caps.get(api_key, hi))
+            if version < max(lo, versions[0]):
+                raise ConnectionLost(f"no common version of {name}: broker {lo}-{hi}, client {versions[0]}-{versions[1]}")
+            self._correlation = (self._correlation + 1) & 0x7FFFFFFF
+            corr = self._correlation
+            client_id = self.client_id.encode("utf-8")
+            frame = struct.pack(">hhih", api_key, version, corr, len(client_id)) + client_id + b"\x00" + encode(version)
+            payload = self._exchange(struct.pack(">i", len(frame)) + frame, timeout_s or self.timeout_s, on_sent,
+                                     f"{name} v{version}")
+            try:
+                header = FlexReader(payload)
+                got = header.int32("correlation_id")
+                header.tagged_fields("response header")
+                resp = decode(payload[header.pos:], version)
+            except DecodeError as exc:
+                self.close()
+                raise ConnectionLost(f"undecodable {name} response v{version} from {self.address}: {exc}") from None
+            if got != corr:
+                self.close()
+                raise ConnectionLost(f"{name} to {self.address}: correlation id {got} != {corr}")
+            return resp, version
 
     def request(self, req: Any, timeout_s: float | None = None, on_sent: Callable[[], None] | None = None) -> Any:
         """Send ``req`` (an unversioned kafka-python request object) and return the decoded response.

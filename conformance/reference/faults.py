@@ -33,6 +33,26 @@ stall-retained             cooperative: after a rebalance in which it keeps a   
                            consumes its other partitions); the history tells
                            the truth: no ``consumed``, no revoke
 =========================  ===================================================  =========
+
+The KIP-848 member (``reference+consumer/FAULT``, :mod:`conformance.reference.consumer_member`)
+has its own faults (:class:`ConsumerFaults`):
+
+=========================  ===================================================  =========
+fault                      what the member does instead of the rule             breaks
+=========================  ===================================================  =========
+ack-unrevoked              on a target that removes partitions, heartbeats the   R2
+                           reduced owned set (acknowledging the revoke) but
+                           keeps fetching and recording ``consumed`` for the
+                           partitions it gave up; records no ``revoked``
+stale-epoch                once its epoch has grown past 1: its next commit      epochs
+                           and its next light heartbeat carry the epoch below    only grow;
+                           its own (once each per incarnation; the broker        stale
+                           answers STALE_MEMBER_EPOCH / FENCED_MEMBER_EPOCH,     commits
+                           and the member handles those answers honestly)        refused
+ignore-fenced              when fenced (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID)  R2
+                           rejoins with epoch 0 but keeps fetching what it
+                           owned, records no ``lost``
+=========================  ===================================================  =========
 """
 
 from __future__ import annotations
@@ -42,7 +62,7 @@ from dataclasses import dataclass
 
 from conformance.config import REFERENCE_SLOW_SYNC_DELAY_MS as SLOW_SYNC_DELAY_MS
 from conformance.errors import UsageError
-from conformance.members.spec import REFERENCE_FAULTS
+from conformance.members.spec import CONSUMER_PROTOCOL_FAULTS, REFERENCE_FAULTS
 from conformance.protocol.userdata import encode_cooperative_generation
 from conformance.reference.assignor import TP
 
@@ -124,3 +144,31 @@ class Faults:
     @property
     def sync_delay_s(self) -> float:
         return SLOW_SYNC_DELAY_MS / 1000.0 if "slow-sync" in self.names else 0.0
+
+
+@dataclass(frozen=True)
+class ConsumerFaults:
+    """The faults of one KIP-848 reference member (see the second table above); pure queries."""
+
+    names: frozenset[str] = frozenset()
+
+    @classmethod
+    def parse(cls, names: Iterable[str] | None) -> "ConsumerFaults":
+        names = list(names or [])
+        bad = [n for n in names if n not in CONSUMER_PROTOCOL_FAULTS]
+        if bad:
+            raise UsageError(f"unknown consumer-protocol reference fault(s) {bad}; "
+                             f"known: {', '.join(CONSUMER_PROTOCOL_FAULTS)}")
+        return cls(frozenset(names))
+
+    @property
+    def ack_unrevoked(self) -> bool:
+        return "ack-unrevoked" in self.names
+
+    @property
+    def stale_epoch(self) -> bool:
+        return "stale-epoch" in self.names
+
+    @property
+    def ignore_fenced(self) -> bool:
+        return "ignore-fenced" in self.names
