@@ -288,3 +288,40 @@ def test_ignore_fenced_keeps_consuming_after_the_broker_fenced_it(group, fault) 
         assert lost and {tuple(tp) for tp in lost[0]["partitions"]} == a_before, lost
         assert _overlap(group, "a", "b") == set()
     group.stop()
+
+
+
+def test_a_consumer_member_converts_a_classic_group_and_the_broker_assigns_the_classic_member(group) -> None:
+    # c (classic, cooperative-sticky) leads a classic group and owns everything; k (KIP-848) joins.
+    # Broker 4.4.0 converts the group online (migration policy bidirectional): c's heartbeat gets
+    # REBALANCE_IN_PROGRESS; its JoinGroup answers name no leader ("") and list no members, so c runs
+    # no assignor; its SyncGroup brings the broker's assignment without userData. c revokes half and
+    # declares the rest in its follow-up join; only after that does k get the released half.
+    from conformance.protocol import decode_assignment
+
+    group.start("c", "reference")
+    group.wait_for("c owns everything", lambda: len(group.owned("c")) == PARTITIONS)
+    group.start("k")
+    group.wait_for("c and k own three each", lambda: group.converged(["c", "k"]))
+    wire = group.wire()
+    k_joined = observe.select(wire, CGH, "request", "k")[0]
+    told = [r for r in wire if r["member"] == "c" and r["direction"] == "response" and r["ts"] > k_joined["ts"]
+            and r["api"] in ("Heartbeat", "OffsetCommit") and r.get("error_code")]
+    assert told and told[0]["error_code"] == 27, told[:1]  # REBALANCE_IN_PROGRESS
+    joins = [r for r in observe.select(wire, "JoinGroup", "response", "c") if r["ts"] > k_joined["ts"]]
+    assert joins and all(r["leader"] == "" and r["members"] == [] and r["error_code"] == 0 for r in joins), joins
+    syncs = [r for r in observe.select(wire, "SyncGroup", "response", "c") if r["ts"] > k_joined["ts"]]
+    assert syncs and all(observe.sync_assignment(r).user_data is None for r in syncs), syncs
+    assert not observe.select(wire, "SyncGroup", "request", "c")[-1]["assignments"]  # c assigns nobody
+    # Release before reassign: c's join declaring it no longer owns k's partitions precedes k's assignment.
+    k_parts = {p for _, p in group.owned("k")}
+    got = next(r for r in observe.select(wire, CGH, "response", "k")
+               if r.get("assigned") and {p for t in r["assigned"] for p in t["partitions"]} == k_parts)
+    released = [j for j in observe.select(wire, "JoinGroup", "request", "c") if j["ts"] > k_joined["ts"]
+                and not {p for t in observe.join_subscription(j).owned_partitions for p in t.partitions} & k_parts]
+    assert released and released[0]["ts"] < got["ts"], (released[:1], got)
+    revoked = {p for e in group.events("c") if e["event"] == "revoked" for _, p in e["partitions"]}
+    assert revoked == k_parts
+    assert {p for tps in decode_assignment(bytes.fromhex(syncs[-1]["assignment"])).assigned_partitions
+            for p in tps.partitions} == {p for _, p in group.owned("c")}
+    assert group.stop() == {"c": 0, "k": 0}

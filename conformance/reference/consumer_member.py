@@ -261,17 +261,21 @@ class ConsumerProtocolMember(PartitionConsumer):
             return None
         return resp
 
-    def heartbeat(self) -> None:
-        """Send the heartbeat that is due, act on its answer (see the module docstring)."""
+    def next_request(self) -> cgh.HeartbeatRequest:
+        """The heartbeat to send now: full on a join or after a failure, else light (see the module docstring)."""
         full = self.epoch == cgh.JOIN_EPOCH or self.sent_owned is None
         epoch = self.epoch
-        owned = frozenset(self.owned)
-        if self.stale_heartbeat_due and not full and owned == self.sent_owned:
+        if self.stale_heartbeat_due and not full and frozenset(self.owned) == self.sent_owned:
             # A light heartbeat (no owned list) with an epoch below its own: the broker fences that.
             self.stale_heartbeat_due = False
             epoch = self.epoch - 1
             self.log(f"stale-epoch: heartbeats with epoch {epoch} (current {self.epoch})")
-        req = self._request(epoch, full)
+        return self._request(epoch, full)
+
+    def heartbeat(self) -> None:
+        """Send the heartbeat that is due, act on its answer (see the module docstring)."""
+        owned = frozenset(self.owned)
+        req = self.next_request()
         resp = self._send(req)
         self.hb_due = time.monotonic() + self.interval_s
         if resp is None:
@@ -282,7 +286,7 @@ class ConsumerProtocolMember(PartitionConsumer):
                 self.sent_owned = owned
             self.on_success(resp)
         elif resp.error_code in FENCED:
-            self.on_fenced(f"{error_name(resp.error_code)} on ConsumerGroupHeartbeat (epoch {epoch}): "
+            self.on_fenced(f"{error_name(resp.error_code)} on ConsumerGroupHeartbeat (epoch {req.member_epoch}): "
                            f"{resp.error_message}")
         elif resp.error_code in COORDINATOR_MOVED:
             self.log(f"ConsumerGroupHeartbeat: {error_name(resp.error_code)}")
