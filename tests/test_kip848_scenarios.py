@@ -197,3 +197,19 @@ def test_an_assignment_change_epoch_error_join_or_leave_is_movement(tmp_path: Pa
     wire += [dict(r, ts=now_ms() - 200) for r in late]
     ok, why = _observer(tmp_path, wire).stable({"m0-java": {"orders"}}, {"orders": 2})
     assert not ok and why.startswith("still moving"), why
+
+
+def test_a_launched_member_that_has_not_joined_keeps_the_group_unsettled(tmp_path: Path) -> None:
+    # m0 owns every partition and is quiet; m1 was launched and has started (its history says so)
+    # but has sent no join yet: the group is not stable until m1's SyncGroup is answered.
+    observer = _observer(tmp_path, [])
+    launch = now_ms() - 10_000
+    observer.launched("m1-sarama", launch)
+    (tmp_path / "members" / "m1-sarama.jsonl").write_text(
+        json.dumps({"ts": launch + 500, "member": "m1-sarama", "event": "started"}) + "\n", encoding="utf-8")
+    live = {"m0-java": {"orders"}, "m1-sarama": {"orders"}}
+    assert observer.stable(live, {"orders": 2}) == (False, "m1-sarama has not joined the group since it was started")
+    with open(tmp_path / "wire.jsonl", "a", encoding="utf-8") as wire:
+        wire.write(json.dumps({"ts": launch + 2000, "member": "m1-sarama", "api": "SyncGroup", "direction": "response",
+                               "error_code": 0, "connection": 1, "correlation_id": 3}) + "\n")
+    assert observer.stable(live, {"orders": 2}) == (True, "stable")

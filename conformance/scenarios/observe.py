@@ -6,7 +6,11 @@ same files the checks read later (member histories and the wire capture),
 tailed incrementally; the observer never asks the clients anything. It is a
 driver, not a judge: the verdicts are the pipeline's.
 
-*Stable* means: every live member has started; the partitions they own are
+*Stable* means: every live member has started and, if the runner told the observer when it
+launched it (:meth:`GroupObserver.launched`), has joined the group since (a SyncGroup answered
+without error, or a ConsumerGroupHeartbeat answered without error with a member epoch above 0,
+on its slot: a member that has started but not joined owns nothing yet, and partitions that
+cover the group without it would look settled); the partitions they own are
 disjoint and cover every partition of the topics they subscribe to (what a
 member owns is :class:`conformance.ownership.Holdings`, the judge's own
 rules); and nothing has moved (no assigned/revoked/lost event, no JoinGroup or SyncGroup
@@ -78,6 +82,8 @@ class GroupObserver:
         self.member_ids: dict[str, str] = {}           # member_id -> member name (from the wire)
         self.leaders_seen: list[str] = []              # member names, in order of generations
         self.last_wire_change_ts: float = 0.0
+        self.launched_ts: dict[str, float] = {}                    # member name -> when the runner launched it
+        self.joined_ts: dict[str, float] = {}                      # tap owner -> its last successful join
         self.cgh_epoch: dict[str, int] = {}                       # tap owner -> its last member epoch
         self.cgh_assigned: dict[str, list[tuple[str, tuple[int, ...]]]] = {}   # tap owner -> last assignment
 
@@ -106,6 +112,11 @@ class GroupObserver:
         for _, rec, _ in wirelog.read_wire(self.wire.lines()):
             if rec is None:
                 continue
+            if rec.get("direction") == "response" and not rec.get("error_code") and (
+                    rec.get("api") == "SyncGroup" or (rec.get("api") == "ConsumerGroupHeartbeat"
+                                                      and isinstance(rec.get("member_epoch"), int)
+                                                      and rec["member_epoch"] > 0)):
+                self.joined_ts[str(rec.get("member", "?"))] = float(rec.get("ts", now_ms()))
             if rec.get("api") in ("JoinGroup", "SyncGroup") or (
                     rec.get("api") == "ConsumerGroupHeartbeat" and self.cgh_moves(rec)):
                 self.last_wire_change_ts = float(rec.get("ts", now_ms()))
@@ -156,6 +167,11 @@ class GroupObserver:
         self.poll()
         return self.member_ids.get(self.leader_member_id or "", None)
 
+    def launched(self, name: str, ts: float | None = None) -> None:
+        """The runner is launching a new incarnation of ``name`` now (or at ``ts``): until the wire
+        shows it joined after this, the group is not stable."""
+        self.launched_ts[name] = now_ms() if ts is None else ts
+
     def stable(self, live: dict[str, set[str]], partitions: dict[str, int]) -> tuple[bool, str]:
         """Whether the group is stable; the second value says why not (for timeouts)."""
         self.poll()
@@ -166,6 +182,8 @@ class GroupObserver:
             view = self.views.get(name)
             if view is None or not view.holdings.started:
                 return False, f"{name} has not started"
+            if name in self.launched_ts and self.joined_ts.get(name, 0.0) <= self.launched_ts[name]:
+                return False, f"{name} has not joined the group since it was started"
             for tp in view.holdings.owned:
                 owned_by[tp].append(name)
             expected |= {(t, p) for t in topics for p in range(partitions.get(t, 0))}

@@ -324,6 +324,8 @@ class CellRun:
             return
         self._note_unasked_exit(slot)
         def start() -> None:
+            if self.observer is not None:
+                self.observer.launched(slot.name)
             if self.cell.backend == "docker":
                 slot.proc = self.cluster.launch_member(slot.spec, slot.config, self.run_dir)
             else:
