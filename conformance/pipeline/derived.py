@@ -48,6 +48,7 @@ class Tables:
     commits: DataFrame
     events: DataFrame
     malformed: DataFrame
+    heartbeats: DataFrame = None   # ConsumerGroupHeartbeat frames (KIP-848); an input, last for positional callers
     events_inc: DataFrame = None   # events plus ``incarnation`` (a broadcast join; use only where needed)
     run_end: DataFrame = None
     incarnations: DataFrame = None

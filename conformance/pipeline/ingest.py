@@ -18,7 +18,9 @@ Tables (every one carries ``run``, the cell's run id):
   request protocols and the leader's view of members, decoded);
   ``assignments`` (leader SyncGroup requests and members' SyncGroup
   responses, decoded); ``commits`` (OffsetCommit partitions with the
-  response's error code).
+  response's error code); ``heartbeats`` (ConsumerGroupHeartbeat frames,
+  KIP-848: member epochs, owned and assigned partitions, topic ids named by
+  the manifest's ``topic_ids``).
 - ``events``: valid history lines with ``file`` and ``line``, an increasing
   position within the file that orders its lines (not the line number:
   computing that would shuffle every line; malformed lines get exact ones).
@@ -78,6 +80,7 @@ class Staged:
     subscriptions: list[dict]
     assignments: list[dict]
     commits: list[dict]
+    heartbeats: list[dict]
     malformed: list[dict]
     files: list[dict]
     run_ids: dict[str, str]   # run dir path -> run id
@@ -85,7 +88,7 @@ class Staged:
 
 def stage(run_dirs: list[Path]) -> Staged:
     """Read manifests, nemesis logs and wire captures; decode; never raise on bad input."""
-    st = Staged([], [], [], [], [], [], [], [], [], [], {})
+    st = Staged([], [], [], [], [], [], [], [], [], [], [], {})
     for run_dir in run_dirs:
         run_dir = Path(run_dir)
         m, problems = read_manifest(run_dir)
@@ -119,11 +122,12 @@ def stage(run_dirs: list[Path]) -> Staged:
         wire_path = run_dir / "wire.jsonl"
         if wire_path.is_file():
             with wire_path.open(encoding="utf-8", errors="replace") as fh:
-                rows = decode_wire(run, str(wire_path), fh)
+                rows = decode_wire(run, str(wire_path), fh, m["topic_ids"])
             st.frames += rows.frames
             st.subscriptions += rows.subscriptions
             st.assignments += rows.assignments
             st.commits += rows.commits
+            st.heartbeats += rows.heartbeats
             st.malformed += rows.malformed
             st.malformed += [{"run": run, "file": str(wire_path), "line": f["line"],
                               "problem": f"tap could not decode frame: {f['undecodable']}"}
@@ -334,7 +338,7 @@ def with_incarnation(events):
 
 
 TABLE_NAMES = ("cells", "members", "topics", "nemesis", "frames", "subscriptions", "assignments", "commits",
-               "events", "malformed")
+               "events", "malformed", "heartbeats")
 
 
 def build(spark, run_dirs: list[Path], out_dir: Path, keep: Callable) -> tuple[dict, dict[str, str]]:
@@ -355,6 +359,7 @@ def build(spark, run_dirs: list[Path], out_dir: Path, keep: Callable) -> tuple[d
         "topics": (st.topics, schemas.TOPICS), "nemesis": (st.nemesis, schemas.NEMESIS),
         "frames": (st.frames, schemas.FRAMES), "subscriptions": (st.subscriptions, schemas.SUBSCRIPTIONS),
         "assignments": (st.assignments, schemas.ASSIGNMENTS), "commits": (st.commits, schemas.COMMITS),
+        "heartbeats": (st.heartbeats, schemas.HEARTBEATS),
     }
     tables: dict = {}
     for name, (rows, schema) in staged.items():
@@ -370,7 +375,8 @@ def build(spark, run_dirs: list[Path], out_dir: Path, keep: Callable) -> tuple[d
 
 
 #: Tables written as one Parquet file each (small; the events keep their partitions).
-_ONE_FILE = ("cells", "members", "topics", "nemesis", "frames", "subscriptions", "assignments", "commits", "malformed")
+_ONE_FILE = ("cells", "members", "topics", "nemesis", "frames", "subscriptions", "assignments", "commits", "malformed",
+             "heartbeats")
 
 
 def write_tables(tables: dict, tables_dir: Path) -> dict[str, str]:

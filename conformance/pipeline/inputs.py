@@ -37,7 +37,9 @@ TABLE_INPUTS: dict[str, frozenset[str]] = {
     "frames": frozenset({"wire"}),
     "subscriptions": frozenset({"wire"}),
     "assignments": frozenset({"wire"}),
+    # Topic ids are named through the manifest's topic_ids; an id it does not name makes the wire line malformed.
     "commits": frozenset({"wire"}),
+    "heartbeats": frozenset({"wire"}),
     "member_ids": frozenset({"wire"}),
     "leader_assignments": frozenset({"wire"}),
     "generations": frozenset({"wire", "manifest"}),            # joined with the members for the leader's kind

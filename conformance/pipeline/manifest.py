@@ -103,6 +103,14 @@ def read_manifest(run_dir: Path) -> tuple[dict[str, Any], list[str]]:
             m["topics"][topic] = count
         else:
             bad(f"topics.{topic}", count, "a partition count (an integer >= 0)")
+    m["topic_ids"] = {}
+    for topic, tid in entries("topic_ids", dict, "an object of topic -> topic id (hex)"):
+        if tid is None:
+            continue   # the broker reported no id (before 2.8)
+        if isinstance(tid, str) and len(tid) == 32 and all(c in "0123456789abcdef" for c in tid.lower()):
+            m["topic_ids"][topic] = tid.lower()
+        else:
+            bad(f"topic_ids.{topic}", tid, "a topic id (32 hex digits)")
     m["await_timeouts"] = []
     m["exits"] = []
     for i, note in entries("notes", list, "a list"):

@@ -75,4 +75,11 @@ COMMITS = _s(
     ("member_id", StringType()), ("generation", LongType()), ("topic", StringType()), ("partition", IntegerType()),
     ("offset", LongType()), ("error_code", IntegerType()), ("response_ts", DoubleType()),
 )
+#: ConsumerGroupHeartbeat frames (KIP-848), one row each (:mod:`conformance.pipeline.wire`).
+HEARTBEATS = _s(
+    ("run", StringType()), ("line", LongType()), ("ts", DoubleType()), ("member", StringType()),
+    ("direction", StringType()), ("member_id", StringType()), ("group_instance_id", StringType()),
+    ("member_epoch", LongType()), ("error_code", IntegerType()), ("owned", TPS), ("subscribed", ArrayType(StringType())),
+    ("assigned", TPS), ("request_epoch", LongType()), ("request_line", LongType()), ("request_ts", DoubleType()),
+)
 MALFORMED = _s(("run", StringType()), ("file", StringType()), ("line", LongType()), ("problem", StringType()))

@@ -22,6 +22,16 @@ Guarantees:
   the capture has no such request; an OffsetCommit response's errors go to
   the rows of the request it answers. Reading and pairing are the wire log's
   own (:mod:`conformance.wirelog`).
+- topics named by id (OffsetCommit v10+, ConsumerGroupHeartbeat) are named
+  by topic in every row, through the manifest's ``topic_ids``; a frame with an
+  id the manifest does not name is a malformed line (its partitions cannot be
+  told apart from another topic's), never a row under the id;
+- a ConsumerGroupHeartbeat (KIP-848) frame is one ``heartbeats`` row: a
+  request's ``owned`` and ``subscribed`` and a response's ``assigned`` are
+  null where the frame omits them (the protocol's "unchanged"), an empty list
+  where it sends none; a response carries its request's epoch, line and time
+  (``request_epoch``, ``request_line``, ``request_ts``; null when the capture
+  has no such request).
 """
 
 from __future__ import annotations
@@ -36,12 +46,13 @@ from conformance.wirelog import Pending, read_wire
 
 @dataclass
 class WireRows:
-    """Rows of the four wire tables plus the malformed lines, for one file."""
+    """Rows of the five wire tables plus the malformed lines, for one file."""
 
     frames: list[dict] = field(default_factory=list)
     subscriptions: list[dict] = field(default_factory=list)
     assignments: list[dict] = field(default_factory=list)
     commits: list[dict] = field(default_factory=list)
+    heartbeats: list[dict] = field(default_factory=list)
     malformed: list[dict] = field(default_factory=list)
 
 
@@ -136,10 +147,16 @@ _ENVELOPE = ("ts", "member", "api", "api_key", "version", "correlation_id", "dir
              "protocol_name", "member_epoch")
 
 
-def decode_wire(run: str, file: str, lines: Iterable[str]) -> WireRows:
-    """Decode one run's ``wire.jsonl``; see the module docstring for guarantees."""
+#: Tables of :class:`WireRows` that one frame's rows go to (all of a line's rows, or none).
+_TABLES = ("frames", "subscriptions", "assignments", "commits", "heartbeats")
+
+
+def decode_wire(run: str, file: str, lines: Iterable[str], topic_ids: dict[str, str] | None = None) -> WireRows:
+    """Decode one run's ``wire.jsonl``; see the module docstring for guarantees. ``topic_ids``: the
+    manifest's topic -> id (hex)."""
     out = WireRows()
-    # Requests awaiting their response: a SyncGroup's generation, an OffsetCommit's rows.
+    names = {tid.lower(): topic for topic, tid in (topic_ids or {}).items()}
+    # Requests awaiting their response: a SyncGroup's generation, an OffsetCommit's rows, a heartbeat's request.
     pending: Pending[Any] = Pending()
     for number, f, problem in read_wire(lines):
         if problem is not None:
@@ -147,15 +164,50 @@ def decode_wire(run: str, file: str, lines: Iterable[str]) -> WireRows:
             continue
         try:
             rows = WireRows()
-            _decode_frame(run, number, f, rows, pending)
-            for name in ("frames", "subscriptions", "assignments", "commits"):
+            _decode_frame(run, number, f, rows, pending, names)
+            for name in _TABLES:
                 getattr(out, name).extend(getattr(rows, name))   # all of a line's rows, or none
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             out.malformed.append({"run": run, "file": file, "line": number, "problem": str(exc)})
     return out
 
 
-def _decode_frame(run: str, number: int, f: dict, out: WireRows, pending: Pending[Any]) -> None:
+def _topic_of(names: dict[str, str], topic_id: str) -> str:
+    """The topic the manifest names ``topic_id`` (hex); ValueError when it names none."""
+    topic = names.get(str(topic_id).lower())
+    if topic is None:
+        raise ValueError(f"topic id {topic_id} is not in the manifest's topic_ids "
+                         f"({', '.join(f'{t}={i}' for i, t in sorted(names.items())) or 'none recorded'}): "
+                         f"its partitions cannot be named")
+    return topic
+
+
+def _id_tps(names: dict[str, str], tps: Any) -> list[dict] | None:
+    """[{topic, partition}] of a heartbeat's [{topic_id, partitions}] (None stays None: "unchanged")."""
+    if tps is None:
+        return None
+    return [{"topic": _topic_of(names, t["topic_id"]), "partition": int(p)} for t in tps for p in t["partitions"]]
+
+
+def _heartbeat(base: dict, f: dict, pending: Pending[Any], names: dict[str, str]) -> dict:
+    """The ``heartbeats`` row of one ConsumerGroupHeartbeat frame (module docstring)."""
+    row = {**base, "direction": f["direction"], "member_id": f.get("member_id"),
+           "group_instance_id": f.get("group_instance_id"), "member_epoch": f.get("member_epoch"),
+           "error_code": f.get("error_code"), "owned": None, "subscribed": None, "assigned": None,
+           "request_epoch": None, "request_line": None, "request_ts": None}
+    if f["direction"] == "request":
+        row["owned"] = _id_tps(names, f.get("owned"))
+        subscribed = f.get("subscribed_topic_names")
+        row["subscribed"] = None if subscribed is None else [str(t) for t in subscribed]
+        pending.request(f, (f.get("member_epoch"), base["line"], base["ts"]))
+    else:
+        row["assigned"] = _id_tps(names, f.get("assigned"))
+        row["request_epoch"], row["request_line"], row["request_ts"] = pending.response(f) or (None, None, None)
+    return row
+
+
+def _decode_frame(run: str, number: int, f: dict, out: WireRows, pending: Pending[Any],
+                  names: dict[str, str]) -> None:
     base = {"run": run, "line": number, "ts": float(f["ts"]), "member": f["member"]}
     frame = {"run": run, "line": number, **{k: f.get(k) for k in _ENVELOPE}}
     frame["ts"] = float(f["ts"])
@@ -193,17 +245,22 @@ def _decode_frame(run: str, number: int, f: dict, out: WireRows, pending: Pendin
                "protocol_name": f.get("protocol_name"), "error_code": f.get("error_code")}
         row.update(decode_assignment_row(f.get("assignment"), f.get("protocol_name")))
         out.assignments.append(row)
+    elif api == "ConsumerGroupHeartbeat":
+        out.heartbeats.append(_heartbeat(base, f, pending, names))
     elif api == "OffsetCommit" and direction == "request":
         rows = []
+        by_id = int(f.get("version") or 0) >= 10   # v10+ names topics by id
         for topic, partition, offset in f.get("offsets") or []:
             rows.append({**base, "member_id": f.get("member_id"), "generation": f.get("generation"),
-                         "topic": str(topic), "partition": int(partition), "offset": int(offset),
-                         "error_code": None, "response_ts": None})
+                         "topic": _topic_of(names, topic) if by_id else str(topic), "partition": int(partition),
+                         "offset": int(offset), "error_code": None, "response_ts": None})
         out.commits.extend(rows)
         pending.request(f, rows)
     elif api == "OffsetCommit" and direction == "response":
         rows = pending.response(f) or []
-        errors = {(str(t), int(p)): int(e) for t, p, e in (f.get("partition_errors") or [])}
+        by_id = int(f.get("version") or 0) >= 10
+        errors = {(_topic_of(names, t) if by_id else str(t), int(p)): int(e)
+                  for t, p, e in (f.get("partition_errors") or [])}
         for row in rows:
             row["error_code"] = errors.get((row["topic"], row["partition"]), f.get("error_code"))
             row["response_ts"] = float(f["ts"])
