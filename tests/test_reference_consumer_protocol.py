@@ -137,6 +137,8 @@ def test_alone_it_owns_everything_consumes_everything_and_leaves_with_epoch_minu
     group.start("a")
     group.wait_for("a owns everything", lambda: len(group.owned("a")) == PARTITIONS)
     group.wait_for("a consumed every record", lambda: group.consumed("a") >= group.produced)
+    group.wait_for("three light heartbeats", lambda: sum(
+        r["member_epoch"] > 0 and r["owned"] is None for r in group.heartbeats("a")) >= 3)
     assert group.stop() == {"a": 0}
     events = group.events("a")
     assert [e["event"] for e in events][0] == "started" and events[-1]["event"] == "stopped"
@@ -154,6 +156,13 @@ def test_alone_it_owns_everything_consumes_everything_and_leaves_with_epoch_minu
     assert middle and _epochs_sent(middle) == sorted(_epochs_sent(middle)), _epochs_sent(sent)
     assert min(_epochs_sent(middle)) == joined["member_epoch"] > 0, (joined, _epochs_sent(sent))
     assert all(r["subscribed_topic_names"] is None for r in middle), middle
+    # Not faster than the broker's interval: a light heartbeat (no acknowledgement) follows the
+    # previous heartbeat's answer by at least the interval that answer gave.
+    answers = group.heartbeats("a", "response")
+    for r in middle:
+        if r["owned"] is None:
+            last = max((x for x in answers if x["ts"] < r["ts"]), key=lambda x: x["ts"])
+            assert r["ts"] - last["ts"] >= 0.95 * last["heartbeat_interval_ms"], (last, r)
     assert not [r for r in group.wire() if "undecodable" in r]
 
 
@@ -186,7 +195,9 @@ def _stale_requests(requests_and_responses: list[dict]) -> list[dict]:
     """Heartbeat requests (not join, not leave) with an epoch below one the member was already given."""
     out, highest = [], 0
     for r in requests_and_responses:
-        if r["direction"] == "response" and r.get("error_code") == 0:
+        if r["direction"] == "request" and r["member_epoch"] == 0:
+            highest = 0  # a (re)join: a new membership, whose epochs start afresh
+        elif r["direction"] == "response" and r.get("error_code") == 0:
             highest = max(highest, r["member_epoch"])
         elif r["direction"] == "request" and 0 < r["member_epoch"] < highest:
             out.append(r)
@@ -228,6 +239,13 @@ def _overlap(group: Group, x: str, y: str) -> set[tuple[str, int]]:
     return group.owned(x) & group.owned(y)
 
 
+def _consumed_while_owned_by(group: Group, x: str, y: str) -> set[tuple[str, int]]:
+    """Partitions ``x`` consumed at a moment when ``y``'s history says ``y`` owned them (R2)."""
+    theirs = group.events(y)
+    return {(e["topic"], e["partition"]) for e in group.events(x) if e["event"] == "consumed"
+            and (e["topic"], e["partition"]) in observe.owned_at(theirs, e["ts"])}
+
+
 @pytest.mark.parametrize("fault", [None, "ack-unrevoked"])
 def test_ack_unrevoked_keeps_consuming_what_it_acknowledged_giving_up(group, fault) -> None:
     # a owns all; b joins. With the fault a acknowledges the revoke (its heartbeat's owned list
@@ -245,12 +263,11 @@ def test_ack_unrevoked_keeps_consuming_what_it_acknowledged_giving_up(group, fau
     acked = [r for r in group.heartbeats("a") if r.get("owned") is not None and r["member_epoch"] > 0
              and len({p for t in r["owned"] for p in t["partitions"]}) == PARTITIONS // 2]
     assert acked, "a never acknowledged giving up half its partitions"
-    consumed_by_a_after = {(e["topic"], e["partition"]) for e in group.events("a")
-                           if e["event"] == "consumed" and e["ts"] > acked[0]["ts"]}
+    shared = _consumed_while_owned_by(group, "a", "b")
     if fault:
-        assert len(both) == PARTITIONS // 2 and both <= consumed_by_a_after, (both, consumed_by_a_after)
+        assert len(both) == PARTITIONS // 2 and shared == both, (both, shared)
     else:
-        assert both == set() and not consumed_by_a_after & group.owned("b"), (both, consumed_by_a_after)
+        assert both == set() and shared == set(), (both, shared)
     group.stop()
 
 
@@ -279,14 +296,13 @@ def test_ignore_fenced_keeps_consuming_after_the_broker_fenced_it(group, fault) 
     group.wait_for("the group converged again", lambda: len(group.owned("a")) > 0)
     time.sleep(1.0)
     lost = [e for e in group.events("a") if e["event"] == "lost"]
-    a_consumed_after = {(e["topic"], e["partition"]) for e in group.events("a")
-                        if e["event"] == "consumed" and e["ts"] > fenced_at}
+    shared = _consumed_while_owned_by(group, "a", "b")
     if fault:
         assert lost == [] and a_before <= group.owned("a"), (lost, group.owned("a"))
-        assert _overlap(group, "a", "b") or a_consumed_after & group.owned("b", fenced_at), a_consumed_after
+        assert shared and shared <= a_before, (shared, a_before)
     else:
         assert lost and {tuple(tp) for tp in lost[0]["partitions"]} == a_before, lost
-        assert _overlap(group, "a", "b") == set()
+        assert _overlap(group, "a", "b") == set() and shared == set(), shared
     group.stop()
 
 
@@ -325,3 +341,20 @@ def test_a_consumer_member_converts_a_classic_group_and_the_broker_assigns_the_c
     assert {p for tps in decode_assignment(bytes.fromhex(syncs[-1]["assignment"])).assigned_partitions
             for p in tps.partitions} == {p for _, p in group.owned("c")}
     assert group.stop() == {"c": 0, "k": 0}
+
+
+def test_a_static_member_leaves_with_epoch_minus_two_and_its_next_incarnation_takes_its_place(group) -> None:
+    # s has instance id i-1. On SIGTERM it leaves with epoch -2 (it will be back); started again, it
+    # rejoins with the same instance id, is accepted (no UNRELEASED_INSTANCE_ID) and owns everything.
+    proc = group.start("s", group_instance_id="i-1")
+    group.wait_for("s owns everything", lambda: len(group.owned("s")) == PARTITIONS)
+    assert proc.terminate(timeout=30) == 0
+    left = group.heartbeats("s")[-1]
+    assert (left["member_epoch"], left["group_instance_id"]) == (-2, "i-1"), left
+    proc.restart()
+    group.wait_for("s's second incarnation owns everything", lambda: len(group.owned("s")) == PARTITIONS)
+    rejoin = next(r for r in group.heartbeats("s") if r["ts"] > left["ts"])
+    assert (rejoin["member_epoch"], rejoin["group_instance_id"]) == (0, "i-1")
+    answers = [r for r in group.heartbeats("s", "response") if r["ts"] > left["ts"]]
+    assert answers and all(r["error_code"] == 0 for r in answers), answers
+    assert all(r["group_instance_id"] == "i-1" for r in group.heartbeats("s"))

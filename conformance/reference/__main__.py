@@ -1,4 +1,5 @@
-"""``python -m conformance.reference CONFIG_JSON``: run one reference consumer (harness contract).
+"""``python -m conformance.reference CONFIG_JSON``: run one reference consumer (harness contract): the classic
+member, or the KIP-848 member when the config says ``group_protocol: "consumer"``.
 
 Exit codes: 0 after a graceful SIGTERM close; 1 when the client became unusable
 (a fatal ``error`` event says why); 2 when the config itself is unusable.
