@@ -24,7 +24,7 @@ from conformance.members.harness_config import HarnessConfig
 from conformance.members.launch import MemberProcess, launch_member, log_tail
 from conformance.members.spec import MemberSpec
 from conformance.reference import observe
-from conformance.reference.codes import FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID
+from conformance.reference.codes import FENCED_MEMBER_EPOCH, STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID
 from conformance.rundir import RunDir
 
 pytestmark = pytest.mark.slow
@@ -230,6 +230,10 @@ def test_stale_epoch_sends_a_previous_epoch_and_is_fenced(group, fault) -> None:
         answer = observe.response_to(wire, stale[0])
         assert answer is not None and answer["error_code"] == FENCED_MEMBER_EPOCH, answer
         assert len(stale_commits) == 1, stale_commits
+        # 4.4.0 refuses it: the partitions were assigned at the member's current epoch (KIP-1251
+        # accepts only epochs from the partition's assignment epoch up).
+        refused = observe.response_to(wire, stale_commits[0])
+        assert refused is not None and refused["error_code"] == STALE_MEMBER_EPOCH, refused
     else:
         assert stale == [] and stale_commits == [], (stale, stale_commits)
 
