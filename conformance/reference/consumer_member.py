@@ -41,7 +41,13 @@ The protocol as this member speaks it
 - **Commits**: OffsetCommit v9 (the broker requires v9+ of consumer-protocol
   members) with the member id and the current member epoch as generation.
   STALE_MEMBER_EPOCH on a commit is recorded, nothing more (the next heartbeat
-  brings the new epoch).
+  brings the new epoch). Committed offsets are read with OffsetFetch v7, without
+  member id and epoch, which the broker accepts from anyone (Java sends v9 with
+  both; the difference is only whether a stale member may read).
+- **Timing**: the session timeout and heartbeat interval are the broker's
+  (``group.consumer.*``, the interval from each answer); the config's
+  ``heartbeat_interval_ms`` is not used once the broker has answered, and its
+  ``session_timeout_ms`` only bounds a heartbeat's wait for its answer.
 - **Leave** (SIGTERM): commit, ``revoked`` for everything owned, a heartbeat
   with epoch -1 (-2 for a static member), ``stopped``.
 
