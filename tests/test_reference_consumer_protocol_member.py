@@ -130,3 +130,21 @@ def test_bad_settings_are_refused_saying_what_to_do(tmp_path) -> None:
     with pytest.raises(UsageError, match="unknown consumer-protocol reference fault"):
         _member(tmp_path, ["skip-revoke"])
     assert len(new_member_id()) == 22 and new_member_id() != new_member_id()
+
+
+def test_the_process_refuses_a_bad_setting_with_one_line_and_exit_2(tmp_path) -> None:
+    # The harness entry point with group_protocol consumer and an assignor the broker has not:
+    # one line on stderr naming the setting, a fatal error event in the history, exit code 2.
+    import subprocess
+    import sys
+
+    cfg = HarnessConfig(member="k", client="reference", client_version=config.DEFAULT_CLIENT_VERSIONS["reference"],
+                        bootstrap_servers="127.0.0.1:1", group_id="g", topics=[T], group_protocol="consumer",
+                        history_path=str(tmp_path / "k.jsonl"), extra={"server_assignor": "sticky"})
+    path = cfg.write(tmp_path / "k.json")
+    done = subprocess.run([sys.executable, "-m", "conformance.reference", str(path)], capture_output=True,
+                          text=True, timeout=60, cwd=config.REPO_ROOT)
+    assert done.returncode == 2, done
+    assert done.stderr.strip().count("\n") == 0 and "server_assignor 'sticky'" in done.stderr, done.stderr
+    last = read_records(tmp_path / "k.jsonl")[-1]
+    assert last["event"] == "error" and last["fatal"] and "server_assignor" in last["error"]

@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         history.record("error", error=f"unusable configuration: {exc}", fatal=True)
         history.close()
         print(f"reference: {exc}", file=sys.stderr)
-        return 1
+        return 1 if isinstance(exc, FatalClientError) else 2  # a setting no member could run with: 2
     signal.signal(signal.SIGTERM, lambda *_: member.stop_event.set())
     signal.signal(signal.SIGINT, lambda *_: member.stop_event.set())
     try:
