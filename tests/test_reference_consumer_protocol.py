@@ -362,3 +362,31 @@ def test_a_static_member_leaves_with_epoch_minus_two_and_its_next_incarnation_ta
     answers = [r for r in group.heartbeats("s", "response") if r["ts"] > left["ts"]]
     assert answers and all(r["error_code"] == 0 for r in answers), answers
     assert all(r["group_instance_id"] == "i-1" for r in group.heartbeats("s"))
+
+
+@pytest.fixture(scope="module")
+def cluster_3_9(tmp_path_factory):
+    run = RunDir(tmp_path_factory.mktemp("kip848-cluster-3.9"))
+    for sub in (run.members_dir, run.logs):
+        sub.mkdir(parents=True, exist_ok=True)
+    with Supervisor(run.logs) as sup, Cluster(run, "3.9.2", sup, slots=2) as c:
+        yield c
+
+
+def test_on_a_v0_broker_the_broker_names_the_member(cluster_3_9, tmp_path) -> None:
+    # Broker 3.9.2 (KIP-848 early access) speaks ConsumerGroupHeartbeat v0 only: the member joins with
+    # an empty member id, keeps the one the broker returns, and works as on 4.x.
+    group = Group(cluster_3_9, tmp_path, "v0-broker")
+    try:
+        group.start("a")
+        group.wait_for("a owns everything", lambda: len(group.owned("a")) == PARTITIONS)
+        group.wait_for("a consumed every record", lambda: group.consumed("a") >= group.produced)
+    finally:
+        codes = group.stop()
+    assert codes == {"a": 0}
+    sent, answers = group.heartbeats("a"), group.heartbeats("a", "response")
+    assert {r["version"] for r in sent} == {0}
+    assert sent[0]["member_id"] == "" and sent[0]["member_epoch"] == 0
+    given = next(r["member_id"] for r in answers if r["error_code"] == 0)
+    assert given and all(r["member_id"] == given for r in sent[1:]), [r["member_id"] for r in sent]
+    assert sent[-1]["member_epoch"] == -1
