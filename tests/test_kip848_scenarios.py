@@ -213,3 +213,16 @@ def test_a_launched_member_that_has_not_joined_keeps_the_group_unsettled(tmp_pat
         wire.write(json.dumps({"ts": launch + 2000, "member": "m1-sarama", "api": "SyncGroup", "direction": "response",
                                "error_code": 0, "connection": 1, "correlation_id": 3}) + "\n")
     assert observer.stable(live, {"orders": 2}) == (True, "stable")
+
+
+def test_the_mix_reason_names_the_consumer_members_and_their_lists_stay_shared() -> None:
+    # Consumer members keep a classic list that shares an assignor with the classic members, for
+    # a bounce to classic; the reason says the broker assigns for them. A classic mix says nothing.
+    from conformance.scenarios.mixing import plan_mix
+
+    specs = parse_specs("reference,java+consumer,sarama")
+    plan = plan_mix(specs)
+    assert set.intersection(*map(set, plan.strategies)) == {"cooperative-sticky"}
+    assert plan.reason.endswith(f"; {specs[1]} speaks the consumer protocol: the broker assigns for it, "
+                                "and its list serves a bounce to classic"), plan.reason
+    assert "consumer" not in plan_mix(parse_specs("reference,sarama")).reason

@@ -95,8 +95,20 @@ def plan_mix(specs: list[MemberSpec], start: Sequence[str] | None = None) -> Mix
     """Strategy lists for ``specs`` with a protocol they all share; UsageError if none exists.
 
     With ``start`` (the scenario's ``members strategies=LIST``) every member starts on that list,
-    and UsageError names a member that cannot hold it.
+    and UsageError names a member that cannot hold it. A mix with ``+consumer`` members says in
+    its reason that the broker assigns them (see the module docstring).
     """
+    plan = _plan_lists(specs, start)
+    consumers = [str(s) for s in specs if s.protocol == "consumer"]
+    if not consumers:
+        return plan
+    return MixPlan(plan.strategies, plan.expected_protocol,
+                   f"{plan.reason}; {', '.join(consumers)} {'speaks' if len(consumers) == 1 else 'speak'} the "
+                   "consumer protocol: the broker assigns for it, and its list serves a bounce to classic")
+
+
+def _plan_lists(specs: list[MemberSpec], start: Sequence[str] | None) -> MixPlan:
+    """:func:`plan_mix` without the note on consumer-protocol members."""
     support = [supported(s) for s in specs]
     if start:
         lists = tuple(tuple(start) for _ in specs)
