@@ -12,6 +12,8 @@ member appends to the same file; its ``started`` event opens a new incarnation.
 Every event has ``ts`` (epoch milliseconds, float), ``member``, ``client``,
 ``client_version`` and ``event``; where known also ``member_id``,
 ``generation`` and ``protocol`` (``eager`` | ``cooperative`` | ``consumer``).
+A ``consumer`` member (KIP-848) has no group generation: its ``generation`` is its member
+epoch, and its ``assigned`` / ``revoked`` / ``lost`` events also carry ``member_epoch``.
 
 Ordering rules a harness must keep:
 

@@ -25,7 +25,9 @@ nothing else to know what to do. Keys (all present; ``null`` where unset):
 ``history_path``            JSONL history file (see :mod:`conformance.history`)
 ``rack_id``                 ``client.rack``, or null
 ``extra``                   kind-specific settings (the reference consumer's
-                            ``faults`` and ``subscription_version``; the
+                            ``faults`` and ``subscription_version``, and as a
+                            KIP-848 member ``server_assignor``: ``uniform`` |
+                            ``range``, null for the broker's default; the
                             producer's ``rate_per_s``, ``partitions``)
 ==========================  ==================================================
 """
