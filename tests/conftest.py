@@ -13,6 +13,8 @@ from typing import Iterator
 
 import pytest
 
+import recorded
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--nightly", action="store_true", default=False,
@@ -38,3 +40,20 @@ def docker_client() -> Iterator["object"]:
     if got is None:
         pytest.skip(f"no Docker engine can be had: {reason}")
     yield got
+
+
+@pytest.fixture(scope="session")
+def recorded_judge(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> recorded.Judged:
+    """One ``conformance report`` over the recorded-run copies of every module of this session that
+    declares ``recorded_copies(root)`` and has a selected test taking ``recorded_verdicts``
+    (tests/recorded.py says what is guaranteed)."""
+    modules = {item.module.__name__: item.module for item in request.session.items
+               if "recorded_verdicts" in getattr(item, "fixturenames", ())
+               and hasattr(getattr(item, "module", None), recorded.DECLARATION)}
+    return recorded.judge(list(modules.values()), tmp_path_factory.mktemp("recorded"))
+
+
+@pytest.fixture(scope="module")
+def recorded_verdicts(request: pytest.FixtureRequest, recorded_judge: recorded.Judged) -> dict[str, dict]:
+    """This module's verdicts, by the names its ``recorded_copies(root)`` gave its copies."""
+    return recorded_judge.of(request.module)

@@ -38,23 +38,19 @@ The row must not excuse the same move by another leader: the mutant copy makes m
 of generation 5 (the JoinGroup answers name it, its answer carries the member list, its SyncGroup
 the assignments), and L4 fails.
 
-All copies are judged by one real ``conformance report`` (one Spark start).
+All copies are judged by the session's one real ``conformance report`` (tests/recorded.py).
 """
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-import sys
-import tarfile
 from pathlib import Path
 
 import pytest
 
 from conformance.members.known_issues import match
+from recorded import TEST_TIMEOUT, copy_run, read_jsonl, rename, unpack, write_jsonl
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(TEST_TIMEOUT)]
 
 BUGS = Path(__file__).resolve().parent.parent / "fixtures" / "client-bugs"
 ARCHIVE = BUGS / "kafka-python-3.0.12-discarded-join.tar.xz"
@@ -65,75 +61,49 @@ MEMBER = "m4-kafka-python"
 SYNC_TS = 1795693742505.1436   # the SyncGroup answer of generation 7 to m4 (wire line 3286)
 
 
-def _copies(root: Path) -> dict[str, Path]:
-    with tarfile.open(ARCHIVE) as tar:
-        tar.extractall(root / "original", filter="data")
-    (src,) = (root / "original").iterdir()
+def recorded_copies(root: Path) -> dict[str, Path]:
+    """The recorded runs and their mutants (the module docstring tells each story)."""
+    src = unpack(ARCHIVE, root / "original")
     runs = root / "runs"
-    dirs = {name: runs / name for name in ("recorded", "applied")}
-    for d in dirs.values():
-        shutil.copytree(src, d)
-    mutant = dirs["applied"]
-    manifest = json.loads((mutant / "manifest.json").read_text(encoding="utf-8"))
-    manifest["run_id"] = manifest["run_id"] + "-applied"
-    (mutant / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    history = mutant / "members" / f"{MEMBER}.jsonl"
-    events = [json.loads(x) for x in history.read_text(encoding="utf-8").splitlines()]
+    dirs = {"recorded": copy_run(src, runs / "recorded"), "applied": copy_run(src, runs / "applied", "-applied")}
+    history = dirs["applied"] / "members" / f"{MEMBER}.jsonl"
+    events = read_jsonl(history)
     assert not any(e.get("generation") == 7 for e in events), "the recorded bug: nothing of generation 7"
     template = next(e for e in events if e["event"] == "assigned")
     applied = {**template, "ts": SYNC_TS + 1, "generation": 7, "partitions": [["orders", 2], ["orders", 3]]}
     at = next(i for i, e in enumerate(events) if e["ts"] > applied["ts"])
     events.insert(at, applied)
-    history.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
-    with tarfile.open(CRASH_ARCHIVE) as tar:
-        tar.extractall(root / "crash-original", filter="data")
-    (crash,) = (root / "crash-original").iterdir()
-    for name in ("crash", "crash-consumed-late"):
-        dirs[name] = runs / name
-        shutil.copytree(crash, dirs[name])
-    late = dirs["crash-consumed-late"]
-    manifest = json.loads((late / "manifest.json").read_text(encoding="utf-8"))
-    manifest["run_id"] = manifest["run_id"] + "-consumed-late"
-    (late / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    java = [json.loads(x) for x in (late / "members" / "m2-java.jsonl").read_text(encoding="utf-8").splitlines()]
+    write_jsonl(history, events)
+    crash = unpack(CRASH_ARCHIVE, root / "crash-original")
+    dirs["crash"] = copy_run(crash, runs / "crash")
+    late = dirs["crash-consumed-late"] = copy_run(crash, runs / "crash-consumed-late", "-consumed-late")
+    java = read_jsonl(late / "members" / "m2-java.jsonl")
     given = next(e["ts"] for e in java if e["event"] == "assigned" and ["orders", 1] in e["partitions"])
     history = late / "members" / "m0-librdkafka.jsonl"
-    events = [json.loads(x) for x in history.read_text(encoding="utf-8").splitlines()]
+    events = read_jsonl(history)
     batch = next(e for e in events if e["event"] == "consumed")
     events.append({**batch, "ts": given + 2000, "partition": 1, "first_offset": 10_000, "last_offset": 10_000,
                    "count": 1})
-    history.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
-    with tarfile.open(FRANZ_ARCHIVE) as tar:
-        tar.extractall(root / "franz-original", filter="data")
-    (franz,) = (root / "franz-original").iterdir()
+    write_jsonl(history, events)
+    franz = unpack(FRANZ_ARCHIVE, root / "franz-original")
     for name in ("generationless", "generationless-java-led"):
-        dirs[name] = runs / name
-        shutil.copytree(franz, dirs[name])
+        dirs[name] = copy_run(franz, runs / name)
     _lead_by(dirs["generationless-java-led"], generation=5, leader="m1-java")
-    with tarfile.open(FRANZ_R3_ARCHIVE) as tar:
-        tar.extractall(root / "franz-r3-original", filter="data")
-    (franz_r3,) = (root / "franz-r3-original").iterdir()
+    franz_r3 = unpack(FRANZ_R3_ARCHIVE, root / "franz-r3-original")
     for name in ("revoke-undone", "revoke-undone-sarama-led"):
-        dirs[name] = runs / name
-        shutil.copytree(franz_r3, dirs[name])
-        _rename(dirs[name], "-r3")        # the same seed and mix as the L4 run: another run id
+        # the same seed and mix as the L4 run: another run id
+        dirs[name] = copy_run(franz_r3, runs / name, "-r3")
     _lead_by(dirs["revoke-undone-sarama-led"], generation=10, leader="m3-sarama")
     return dirs
-
-
-def _rename(run: Path, suffix: str) -> None:
-    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
-    manifest["run_id"] = manifest["run_id"] + suffix
-    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
 
 
 def _lead_by(run: Path, generation: int, leader: str) -> None:
     """Make ``leader`` the leader of ``generation`` in the copy ``run``: every JoinGroup answer of that
     generation names its member id, its answer carries the member list and its SyncGroup request the
     assignments (taken from the recorded leader's frames, which are left without them)."""
-    _rename(run, "-" + leader)
+    rename(run, "-" + leader)
     wire = run / "wire.jsonl"
-    frames = [json.loads(x) for x in wire.read_text(encoding="utf-8").splitlines()]
+    frames = read_jsonl(wire)
     joins = [f for f in frames if f["api"] == "JoinGroup" and f["direction"] == "response"
              and f.get("generation") == generation and f.get("error_code") == 0]
     syncs = [f for f in frames if f["api"] == "SyncGroup" and f["direction"] == "request"
@@ -147,19 +117,7 @@ def _lead_by(run: Path, generation: int, leader: str) -> None:
     new_sync["assignments"], old_sync["assignments"] = old_sync["assignments"], []
     for f in joins:
         f["leader"] = new_join["member_id"]
-    wire.write_text("".join(json.dumps(f) + "\n" for f in frames), encoding="utf-8")
-
-
-@pytest.fixture(scope="module")
-def verdicts(tmp_path_factory) -> dict[str, dict]:
-    root = tmp_path_factory.mktemp("client-bugs")
-    dirs = _copies(root)
-    out = root / "out"
-    done = subprocess.run([sys.executable, "-m", "conformance", "report", "--out", str(out), *map(str, dirs.values())],
-                          capture_output=True, text=True, timeout=900)
-    assert done.returncode in (0, 1), done.stderr[-3000:]
-    by_dir = {Path(v["run_dir"]).name: v for v in json.loads((out / "pipeline" / "verdicts.json").read_text())}
-    return by_dir
+    write_jsonl(wire, frames)
 
 
 def _stale_claims(verdict: dict) -> list[dict]:
@@ -167,8 +125,8 @@ def _stale_claims(verdict: dict) -> list[dict]:
             if v["evidence"].get("kind") == "stale-claim" and v["members"] == [MEMBER]]
 
 
-def test_the_recorded_discarded_join_is_a_known_issue(verdicts):
-    v = verdicts["recorded"]
+def test_the_recorded_discarded_join_is_a_known_issue(recorded_verdicts):
+    v = recorded_verdicts["recorded"]
     (claim,) = _stale_claims(v)
     assert claim["partitions"] == [["orders", 11]] and claim["culprit"] == MEMBER
     assert claim["evidence"]["assignment_wire_line"] == 3286 and claim["evidence"]["wire_line"] == 3290
@@ -178,8 +136,8 @@ def test_the_recorded_discarded_join_is_a_known_issue(verdicts):
     assert v["invariants"]["E5"]["status"] == "known-issue"
 
 
-def test_a_stale_claim_after_applying_the_assignment_is_still_a_failure(verdicts):
-    v = verdicts["applied"]
+def test_a_stale_claim_after_applying_the_assignment_is_still_a_failure(recorded_verdicts):
+    v = recorded_verdicts["applied"]
     (claim,) = _stale_claims(v)
     assert claim["evidence"]["assignment_applied"] is True and "known_issue" not in claim
     assert v["invariants"]["E5"]["status"] == "fail" and v["verdict"] == "fail"
@@ -194,8 +152,8 @@ def test_the_row_matches_only_its_versions_and_evidence():
     assert match("E5", ["java@4.4.0"], never) is None
 
 
-def test_a_crashed_leader_is_named_and_owns_nothing_after_it_died(verdicts):
-    v = verdicts["crash"]
+def test_a_crashed_leader_is_named_and_owns_nothing_after_it_died(recorded_verdicts):
+    v = recorded_verdicts["crash"]
     crashes = [x for x in v["invariants"]["V1"]["violations"] if x["members"] == ["m0-librdkafka"]]
     assert crashes and "killed by signal SIGSEGV" in crashes[0]["message"], v["invariants"]["V1"]
     assert crashes[0]["evidence"]["end"] == "crashed" and crashes[0]["evidence"]["exit_code"] == -11, crashes
@@ -203,8 +161,8 @@ def test_a_crashed_leader_is_named_and_owns_nothing_after_it_died(verdicts):
     assert v["invariants"]["R2"]["violations"] == [], v["invariants"]["R2"]["violations"]
 
 
-def test_a_member_consuming_what_another_owns_before_it_crashes_still_fails_r2(verdicts):
-    r2 = verdicts["crash-consumed-late"]["invariants"]["R2"]
+def test_a_member_consuming_what_another_owns_before_it_crashes_still_fails_r2(recorded_verdicts):
+    r2 = recorded_verdicts["crash-consumed-late"]["invariants"]["R2"]
     assert r2["status"] == "fail", r2
     assert any(x["members"] == ["m0-librdkafka", "m2-java"] and "orders-1" in x["message"] for x in r2["violations"]), r2
 
@@ -215,8 +173,8 @@ def _l4(verdict: dict, from_generation: int) -> dict:
     return finding
 
 
-def test_franz_go_moving_a_claim_without_a_generation_is_a_known_issue(verdicts):
-    v = verdicts["generationless"]
+def test_franz_go_moving_a_claim_without_a_generation_is_a_known_issue(recorded_verdicts):
+    v = recorded_verdicts["generationless"]
     moved = _l4(v, 4)
     assert moved["partitions"] == [["orders", 11]] and moved["generation"] == 6, moved
     assert moved["evidence"] == {"moved": 1, "needed": 0, "from_generation": 4, "taken_in": [5],
@@ -231,8 +189,8 @@ def test_franz_go_moving_a_claim_without_a_generation_is_a_known_issue(verdicts)
     assert v["invariants"]["L4"]["status"] == "known-issue"
 
 
-def test_the_same_move_by_another_leader_still_fails_l4(verdicts):
-    v = verdicts["generationless-java-led"]
+def test_the_same_move_by_another_leader_still_fails_l4(recorded_verdicts):
+    v = recorded_verdicts["generationless-java-led"]
     moved = _l4(v, 4)
     assert moved["partitions"] == [["orders", 11]], moved
     assert moved["evidence"]["taken_by"] == "java" and moved["evidence"]["declared_without_generation"] is True
@@ -251,8 +209,8 @@ def test_the_franz_go_row_needs_its_leader_and_a_claim_without_a_generation():
     assert match("R3", ["franz-go@1.22.3"], {**bare, "taken_by": "sarama"}) is None
 
 
-def test_franz_go_undoing_a_revoke_of_a_claim_without_a_generation_is_a_known_issue(verdicts):
-    v = verdicts["revoke-undone"]
+def test_franz_go_undoing_a_revoke_of_a_claim_without_a_generation_is_a_known_issue(recorded_verdicts):
+    v = recorded_verdicts["revoke-undone"]
     (undone,) = v["invariants"]["R3"]["violations"]
     assert undone["partitions"] == [["orders", 4]] and sorted(undone["members"]) == [MEMBER, "m5-franz-go"], undone
     assert [(c["revoked_generation"], c["assigned_generation"]) for c in undone["evidence"]["cases"]] == [(10, 11)]
@@ -261,8 +219,8 @@ def test_franz_go_undoing_a_revoke_of_a_claim_without_a_generation_is_a_known_is
     assert v["invariants"]["R3"]["status"] == "known-issue"
 
 
-def test_the_same_revoke_by_another_leader_still_fails_r3(verdicts):
-    v = verdicts["revoke-undone-sarama-led"]
+def test_the_same_revoke_by_another_leader_still_fails_r3(recorded_verdicts):
+    v = recorded_verdicts["revoke-undone-sarama-led"]
     (undone,) = v["invariants"]["R3"]["violations"]
     assert sorted(undone["members"]) == ["m3-sarama", MEMBER] and undone["evidence"]["taken_by"] == "sarama", undone
     assert "known_issue" not in undone

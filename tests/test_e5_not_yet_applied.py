@@ -20,23 +20,20 @@ The bug classes the rule could hide are still caught, each in a mutant copy of t
   SyncGroup response) but no orders-4: the member applied that generation, and its history
   disagrees with what it declares.
 
-All copies are judged by one real ``conformance report`` (one Spark start).
+All copies are judged by the session's one real ``conformance report`` (tests/recorded.py).
 """
 
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
-import tarfile
 from pathlib import Path
 
 import pytest
 
 from conformance.protocol import Assignment, TopicPartitions, encode_assignment
+from recorded import TEST_TIMEOUT, copy_run, read_jsonl, rename, unpack, write_jsonl
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(TEST_TIMEOUT)]
 
 ARCHIVE = (Path(__file__).resolve().parent.parent / "fixtures" / "client-behaviour"
            / "sarama-1.61.1-crash-restart-not-yet-applied.tar.xz")
@@ -47,9 +44,7 @@ MUTANTS = ("revoked", "not-synced", "applied")
 
 
 def _rewrite(path: Path, edit) -> None:
-    lines = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
-    lines = edit(lines)
-    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    write_jsonl(path, edit(read_jsonl(path)))
 
 
 def _sync_frame(run_dir: Path) -> dict:
@@ -69,7 +64,7 @@ def _insert_event(run_dir: Path, event: dict) -> None:
 
 def _mutate(name: str, run_dir: Path) -> None:
     sync_ts = _sync_frame(run_dir)["ts"]
-    history = [json.loads(x) for x in (run_dir / "members" / f"{MEMBER}.jsonl").read_text(encoding="utf-8").splitlines()]
+    history = read_jsonl(run_dir / "members" / f"{MEMBER}.jsonl")
     gen3 = next(e for e in history if e["event"] == "assigned" and e["generation"] == 3)
     if name == "revoked":
         _insert_event(run_dir, {**gen3, "event": "revoked", "ts": sync_ts + 40, "partitions": [["orders", 4]]})
@@ -84,31 +79,20 @@ def _mutate(name: str, run_dir: Path) -> None:
             frames[SYNC_LINE - 1]["assignment"] = only_8
             return frames
         _rewrite(run_dir / "wire.jsonl", edit)
-    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
-    manifest["run_id"] += f"-{name}"
-    (run_dir / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    rename(run_dir, f"-{name}")
 
 
-@pytest.fixture(scope="module")
-def verdicts(tmp_path_factory) -> dict[str, dict]:
-    root = tmp_path_factory.mktemp("e5-not-yet-applied")
-    with tarfile.open(ARCHIVE) as tar:
-        tar.extractall(root / "original", filter="data")
-    (src,) = (root / "original").iterdir()
-    dirs = {name: root / "runs" / name for name in ("recorded", *MUTANTS)}
-    for name, d in dirs.items():
-        shutil.copytree(src, d)
-        if name != "recorded":
-            _mutate(name, d)
-    out = root / "out"
-    done = subprocess.run([sys.executable, "-m", "conformance", "report", "--out", str(out), *map(str, dirs.values())],
-                          capture_output=True, text=True, timeout=900)
-    assert done.returncode in (0, 1), done.stderr[-3000:]
-    return {Path(v["run_dir"]).name: v for v in json.loads((out / "pipeline" / "verdicts.json").read_text())}
+def recorded_copies(root: Path) -> dict[str, Path]:
+    """The recorded run and its mutants (the module docstring tells each story)."""
+    src = unpack(ARCHIVE, root / "original")
+    dirs = {name: copy_run(src, root / "runs" / name) for name in ("recorded", *MUTANTS)}
+    for name in MUTANTS:
+        _mutate(name, dirs[name])
+    return dirs
 
 
-def test_sarama_declaring_its_last_assignment_before_its_callback_is_allowed(verdicts):
-    v = verdicts["recorded"]
+def test_sarama_declaring_its_last_assignment_before_its_callback_is_allowed(recorded_verdicts):
+    v = recorded_verdicts["recorded"]
     e5 = v["invariants"]["E5"]
     assert e5["status"] == "pass" and e5["violations"] == [], e5["violations"]
     (allowed,) = [f for f in e5["allowed"] if f["allowed_by"] == RULE]
@@ -126,18 +110,18 @@ def _e5_of_m3(verdict: dict) -> tuple[dict, list[dict]]:
     return e5, [x for x in e5["violations"] if x["culprit"] == MEMBER and ["orders", 4] in x["partitions"]]
 
 
-def test_declaring_a_partition_revoked_after_the_sync_still_fails_e5(verdicts):
-    _e5, (found,) = _e5_of_m3(verdicts["revoked"])
+def test_declaring_a_partition_revoked_after_the_sync_still_fails_e5(recorded_verdicts):
+    _e5, (found,) = _e5_of_m3(recorded_verdicts["revoked"])
     assert found["evidence"]["kind"] == "stale" and found["evidence"]["wire_line"] == JOIN_LINE, found
     assert "which its history says it does not own" in found["message"], found["message"]
 
 
-def test_declaring_a_partition_the_last_sync_did_not_give_still_fails_e5(verdicts):
-    _e5, (found,) = _e5_of_m3(verdicts["not-synced"])
+def test_declaring_a_partition_the_last_sync_did_not_give_still_fails_e5(recorded_verdicts):
+    _e5, (found,) = _e5_of_m3(recorded_verdicts["not-synced"])
     assert found["evidence"]["kind"] == "stale-claim" and found["evidence"]["assignment_wire_line"] == SYNC_LINE, found
     assert found["evidence"]["wire_line"] == JOIN_LINE and found["partitions"] == [["orders", 4]], found
 
 
-def test_declaring_a_partition_after_applying_a_generation_without_it_still_fails_e5(verdicts):
-    _e5, (found,) = _e5_of_m3(verdicts["applied"])
+def test_declaring_a_partition_after_applying_a_generation_without_it_still_fails_e5(recorded_verdicts):
+    _e5, (found,) = _e5_of_m3(recorded_verdicts["applied"])
     assert found["evidence"]["kind"] == "stale" and found["evidence"]["wire_line"] == JOIN_LINE, found

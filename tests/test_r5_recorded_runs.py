@@ -25,21 +25,19 @@ The bug class is still caught: in the mutant copy the scenario ends after genera
 (the manifest's ``end_ts`` moved past it), so a cooperative final generation in a mix without
 cooperative support is one the scenario built. R5 must fail it.
 
-The four copies are judged by one real ``conformance report`` (one Spark start).
+The four copies are judged by the session's one real ``conformance report`` (tests/recorded.py).
 """
 
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
-import tarfile
 from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+from recorded import TEST_TIMEOUT, copy_run, read_jsonl, unpack, write_jsonl
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(TEST_TIMEOUT)]
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "client-behaviour"
 ARCHIVE = FIXTURES / "franz-go-1.22.3-upgrade-eager-to-cooperative.tar.xz"
@@ -49,22 +47,22 @@ TEARDOWN_ARCHIVE = FIXTURES / "sarama-1.41.1-java-3.9.2-leader-rotation-teardown
 
 def _drop_first_eager_revoke_before_a_rejoin(run_dir: Path) -> float:
     history = run_dir / "members" / f"{MEMBER}.jsonl"
-    events = [json.loads(x) for x in history.read_text(encoding="utf-8").splitlines()]
-    joins = [f["ts"] for f in map(json.loads, (run_dir / "wire.jsonl").read_text(encoding="utf-8").splitlines())
+    events = read_jsonl(history)
+    joins = [f["ts"] for f in read_jsonl(run_dir / "wire.jsonl")
              if f["member"] == MEMBER and f["api"] == "JoinGroup" and f["direction"] == "request"]
     for k, e in enumerate(events):
         if e["event"] == "revoked" and e.get("protocol") == "eager" and e["partitions"]:
             stop = next((x["ts"] for x in events[k + 1:] if x["event"] in ("stopped", "started")), float("inf"))
             if any(e["ts"] <= j < stop for j in joins):
                 del events[k]
-                history.write_text("".join(json.dumps(x) + "\n" for x in events), encoding="utf-8")
+                write_jsonl(history, events)
                 return e["ts"]
     raise AssertionError("the recorded run has no eager revoke of m4-franz-go before a rejoin")
 
 
 def _end_after_the_last_generation(run_dir: Path) -> float:
     """Move the manifest's ``end_ts`` 1 ms past the last successful JoinGroup response; returns it."""
-    last = max(f["ts"] for f in map(json.loads, (run_dir / "wire.jsonl").read_text(encoding="utf-8").splitlines())
+    last = max(f["ts"] for f in read_jsonl(run_dir / "wire.jsonl")
                if f["api"] == "JoinGroup" and f["direction"] == "response" and not f.get("error_code"))
     manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["end_ts"] < last, "the recorded run has no generation formed after the scenario's end"
@@ -73,55 +71,39 @@ def _end_after_the_last_generation(run_dir: Path) -> float:
     return manifest["end_ts"]
 
 
-def _copy(src: Path, dst: Path, suffix: str | None = None) -> Path:
-    """A copy of run directory ``src`` at ``dst``; ``suffix`` appended to its run id (a mutant is its own run)."""
-    shutil.copytree(src, dst)
-    if suffix:
-        manifest = json.loads((dst / "manifest.json").read_text(encoding="utf-8"))
-        manifest["run_id"] += suffix
-        (dst / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    return dst
-
-
-@pytest.fixture(scope="module")
-def verdicts(tmp_path_factory) -> dict[str, dict]:
-    root = tmp_path_factory.mktemp("r5-recorded")
-    for archive, into in ((ARCHIVE, "upgrade"), (TEARDOWN_ARCHIVE, "teardown")):
-        with tarfile.open(archive) as tar:
-            tar.extractall(root / into, filter="data")
-    (upgrade,) = (root / "upgrade").iterdir()
-    (teardown,) = (root / "teardown").iterdir()
+def recorded_copies(root: Path) -> dict[str, Path]:
+    """The two recorded runs and their mutants (the module docstring tells each story)."""
+    upgrade = unpack(ARCHIVE, root / "upgrade")
+    teardown = unpack(TEARDOWN_ARCHIVE, root / "teardown")
     runs = root / "runs"
-    dirs = [_copy(upgrade, runs / "recorded"), _copy(upgrade, runs / "eager-holding", "-eager-holding"),
-            _copy(teardown, runs / "teardown"), _copy(teardown, runs / "ends-cooperative", "-ends-cooperative")]
-    _drop_first_eager_revoke_before_a_rejoin(runs / "eager-holding")
-    _end_after_the_last_generation(runs / "ends-cooperative")
-    out = root / "out"
-    done = subprocess.run([sys.executable, "-m", "conformance", "report", "--out", str(out), *map(str, dirs)],
-                          capture_output=True, text=True, timeout=900)
-    assert done.returncode in (0, 1), done.stderr[-3000:]
-    return {Path(v["run_dir"]).name: v for v in json.loads((out / "pipeline" / "verdicts.json").read_text())}
+    dirs = {"recorded": copy_run(upgrade, runs / "recorded"),
+            "eager-holding": copy_run(upgrade, runs / "eager-holding", "-eager-holding"),
+            "teardown": copy_run(teardown, runs / "teardown"),
+            "ends-cooperative": copy_run(teardown, runs / "ends-cooperative", "-ends-cooperative")}
+    _drop_first_eager_revoke_before_a_rejoin(dirs["eager-holding"])
+    _end_after_the_last_generation(dirs["ends-cooperative"])
+    return dirs
 
 
-def test_a_franz_go_member_on_a_mixed_list_rebalances_by_the_chosen_protocol(verdicts):
-    r5 = verdicts["recorded"]["invariants"]["R5"]
+def test_a_franz_go_member_on_a_mixed_list_rebalances_by_the_chosen_protocol(recorded_verdicts):
+    r5 = recorded_verdicts["recorded"]["invariants"]["R5"]
     assert r5["status"] == "pass" and r5["violations"] == [], r5["violations"]
 
 
-def test_franz_go_rejoining_an_eager_generation_still_owning_fails_r5(verdicts):
-    r5 = verdicts["eager-holding"]["invariants"]["R5"]
+def test_franz_go_rejoining_an_eager_generation_still_owning_fails_r5(recorded_verdicts):
+    r5 = recorded_verdicts["eager-holding"]["invariants"]["R5"]
     held = [v for v in r5["violations"] if v["culprit"] == MEMBER]
     assert r5["status"] == "fail" and held, r5
     assert "rejoined from eager generation" in held[0]["message"] and "(range)" in held[0]["message"], held
 
 
-def test_a_generation_formed_in_teardown_is_not_the_final_one(verdicts):
-    r5 = verdicts["teardown"]["invariants"]["R5"]
+def test_a_generation_formed_in_teardown_is_not_the_final_one(recorded_verdicts):
+    r5 = recorded_verdicts["teardown"]["invariants"]["R5"]
     assert r5["status"] == "pass" and r5["violations"] == [], r5["violations"]
 
 
-def test_a_cooperative_final_generation_in_an_eager_mix_fails_r5(verdicts):
-    r5 = verdicts["ends-cooperative"]["invariants"]["R5"]
+def test_a_cooperative_final_generation_in_an_eager_mix_fails_r5(recorded_verdicts):
+    r5 = recorded_verdicts["ends-cooperative"]["invariants"]["R5"]
     final = [v for v in r5["violations"] if v["message"].startswith("final generation 4 is cooperative")]
     assert r5["status"] == "fail" and final, r5
     assert final[0]["evidence"] == {"expected": "eager", "protocol_name": "cooperative-sticky"}, final
