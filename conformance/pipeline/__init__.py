@@ -8,7 +8,8 @@ Public API::
 
 Modules: ``session`` (one SparkSession per process), ``wire`` (Python decoding
 of wire captures with conformance.protocol), ``ingest`` (input tables),
-``derived`` (ownership intervals, incarnations, generations), ``checks`` (the
+``derived`` (ownership intervals, incarnations, generations), ``consumer_group``
+(when the group is a KIP-848 consumer group, from its heartbeats), ``checks`` (the
 invariant catalog, one function per invariant, allowed anomalies listed in
 each module's docstring), ``metrics``, ``verdicts`` (judge), ``matrix``,
 ``timelines`` (what the report draws). The hand-made stories that test the

@@ -17,7 +17,7 @@
   An ``assigned`` of a partition already owned extends nothing (it is dropped).
 - ``member_ids``: which member (tap owner) used which member id.
 - ``generations``: per (run, generation) from successful JoinGroup responses:
-  leader id and name (and every leader id the responses named), protocol,
+  leader id and name (and every non-empty leader id the responses named), protocol,
   member count, first/last response time, and whether the protocol is
   cooperative.
 - ``leader_assignments`` / ``received``: decoded assignments per member name.
@@ -248,9 +248,12 @@ def load_second(t: Tables) -> Tables:
 
     jr = t.frames.where((F.col("api") == "JoinGroup") & (F.col("direction") == "response")
                         & (F.coalesce("error_code", F.lit(0)) == 0) & F.col("generation").isNotNull())
+    # An empty leader is the KIP-848 classic bridge's answer (no member leads a consumer group), never a
+    # classic leader: it is not counted, so a number the bridge reuses keeps its classic leader.
+    leader = F.when(F.col("leader") != "", F.col("leader"))
     gens = jr.groupBy("run", "generation").agg(
-        F.first("leader", ignorenulls=True).alias("leader_id"), F.countDistinct("leader").alias("n_leaders"),
-        F.array_sort(F.collect_set("leader")).alias("leader_ids"),
+        F.first(leader, ignorenulls=True).alias("leader_id"), F.countDistinct(leader).alias("n_leaders"),
+        F.array_sort(F.collect_set(leader)).alias("leader_ids"),
         F.first("protocol_name", ignorenulls=True).alias("protocol_name"), F.min("ts").alias("join_ts"),
         F.max("n_members").alias("n_members"),
         F.collect_set("member").alias("joined"))

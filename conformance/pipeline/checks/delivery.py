@@ -11,8 +11,14 @@ Allowed anomalies, each with its reason:
   pause or a revoke without a commit. Any other duplicate is a client bug (a
   re-fetch without cause, or a new owner ignoring the committed offset) and
   fails D3.
-- D2: commits with generation -1 (no group membership) and KIP-848 epochs are
-  not judged for staleness.
+- D2: commits with generation -1 (no group membership) are not judged for
+  staleness. A commit from a consumer-protocol member, or sent while the
+  group was a KIP-848 consumer group
+  (:func:`conformance.pipeline.consumer_group.consumer_periods`), carries a
+  member epoch: when generation order would call it stale, it is an allowed
+  finding (rule D2/member-epoch), one per member and epoch, and K4 judges it
+  against the member's own epoch. "Committed offsets never go backwards"
+  holds for every commit, of either protocol.
 - V1: the end of observation is the scenario's end (teardown follows it),
   and convergence is measured from the last fault before it; a member killed
   by the nemesis is not a crash; a member still running at the end of an
@@ -34,6 +40,7 @@ from pyspark.sql import functions as F
 
 from conformance.cluster.supervisor import describe_exit
 from conformance.pipeline.checks.common import fault_windows, fmt_tps, timing, violation
+from conformance.pipeline.consumer_group import consumer_member_ids, in_consumer_period
 from conformance.pipeline.derived import Tables
 from conformance.pipeline.ingest import broadcast
 
@@ -126,9 +133,18 @@ def check_d2(t: Tables) -> list[dict]:
             .where(F.col("offset") < F.col("prev_offset")))
     stale = (ok.where(F.col("generation") >= 0).join(broadcast(_formed(t)), "run")
              .withColumn("current", _formed_before(F.col("ts"))).where(F.col("generation") < F.col("current"))
-             .groupBy("run", "member", "line", "ts", "generation", "current")
+             .groupBy("run", "member", "member_id", "line", "ts", "generation", "current")
              .agg(F.collect_list(F.struct("topic", "partition")).alias("tps")))
-    back, stale = t.collect_many(back, stale)
+    consumers = consumer_member_ids(t).select("run", "member_id", F.lit(True).alias("consumer"))
+    stale = in_consumer_period(t, stale.join(consumers, ["run", "member_id"], "left"))
+    epochs = (stale.where(F.col("consumer").isNotNull() | F.col("period").isNotNull())
+              .groupBy("run", "member", "generation")
+              .agg(F.count("*").alias("n"), F.min("ts").alias("ts"), F.max("current").alias("current"),
+                   F.min("line").alias("line"), F.max(F.col("consumer").isNotNull()).alias("consumer"),
+                   F.first("period", ignorenulls=True).alias("period"),
+                   F.array_distinct(F.flatten(F.collect_list("tps"))).alias("tps")))
+    stale = stale.where(F.col("consumer").isNull() & F.col("period").isNull())
+    back, stale, epochs = t.collect_many(back, stale, epochs)
     out = [violation("D2", r["run"], f"committed offset of {r['topic']}-{r['partition']} went back from "
                      f"{r['prev_offset']} ({r['prev_member']}) to {r['offset']} ({r['member']})",
                      members=[r["member"], r["prev_member"]], generation=r["generation"],
@@ -141,6 +157,17 @@ def check_d2(t: Tables) -> list[dict]:
                              f"generation {r['generation']} after generation {r['current']} had formed",
                              members=[r["member"]], generation=r["generation"], partitions=parts, ts=r["ts"],
                              evidence={"wire_line": r["line"], "current_generation": r["current"]}))
+    for r in epochs:
+        parts = [[x["topic"], x["partition"]] for x in r["tps"]]
+        why = ("a consumer-protocol member" if r["consumer"] else
+               f"sent while {', '.join(r['period']['consumers'])} made the group a consumer group")
+        out.append(violation("D2", r["run"], f"{r['n']} accepted commit(s) of {r['member']} from epoch {r['generation']} "
+                             f"after generation {r['current']} had formed: {why}, so {r['generation']} is the "
+                             "member's own epoch (K4 judges it)", members=[r["member"]], generation=r["generation"],
+                             partitions=parts, ts=r["ts"],
+                             evidence={"first_wire_line": r["line"], "commits": r["n"],
+                                       "last_classic_generation": r["current"], "consumer_member": r["consumer"]},
+                             allowed_by="D2/member-epoch"))
     return out
 
 

@@ -20,6 +20,20 @@ Scope and allowed findings (each rule named in :mod:`conformance.pipeline.checks
   and the violation names that generation (seen: librdkafka before 2.10
   sets its generation to -1 when a commit of the previous generation fails
   during the join, then syncs with -1; librdkafka issue 4059).
+- L1: a generation of the broker's classic bridge (a classic member's
+  JoinGroup answered while the group was a KIP-848 consumer group,
+  :func:`conformance.pipeline.consumer_group.bridged_generations`) has no
+  leader and no SyncGroup assignments by design: the broker assigns. Its
+  missing SyncGroup is an allowed finding (rule L1/consumer-group), naming the
+  consumer members that made the group a consumer group; K2 judges the bridge
+  itself (no leader named, no assignor run).
+- L2, L3, L4 and L5 judge what a classic leader assigned: a bridged generation
+  has no leader assignments, so they find nothing in it (the broker's
+  assignments are R2's, through the histories, and K3's). When a bridged
+  generation formed after the last classic one (the group converted to a
+  consumer group), no classic generation is final: L2's completeness and L3's
+  balance of the final generation are not judged (the group's final state is
+  V1's and K3's).
 - L1 does not judge a missing SyncGroup of a run's last generation when the
   run was cut short (a suite error or Ctrl-C) less than a session timeout
   after that generation formed: the leader had no time to sync.
@@ -67,6 +81,7 @@ from pyspark.sql import functions as F
 from conformance import config
 from conformance.faults import STOP_LINES
 from conformance.pipeline.checks.common import fmt_tps, formed_by_end, timing, violation
+from conformance.pipeline.consumer_group import bridged_generations
 from conformance.pipeline.derived import Tables, is_cooperative
 
 #: Nemesis faults that stop a member until its next ``start`` (from the table of faults).
@@ -156,8 +171,10 @@ def check_l1(t: Tables) -> list[dict]:
     sync = leader_sync(t).groupBy("run", "generation").agg(F.collect_set("subject_member_id").alias("assigned"))
     faults = t.nemesis.where(F.col("phase") == "invoke").select("run", F.col("ts").alias("f_ts"), "target", "fault")
     # Read four times below: built once.
+    bridged = bridged_generations(t).select("run", "generation", F.struct("b_ts", "c_start", "c_end", "consumers")
+                                            .alias("bridged"))
     g = t.shared("l1-generations", lambda: gens.join(view, ["run", "generation"], "left")
-                 .join(sync, ["run", "generation"], "left"))
+                 .join(sync, ["run", "generation"], "left").join(bridged, ["run", "generation"], "left"))
     window_end = F.coalesce("next_join_ts", "run_end_ts")
     during = (g.join(faults, "run")
               .where((F.col("f_ts") >= F.col("join_ts") - 1) & (F.col("f_ts") <= window_end)
@@ -223,6 +240,16 @@ def check_l1(t: Tables) -> list[dict]:
             cut_before_sync = (r["complete"] is False and r["next_join_ts"] is None
                                and r["run_end_ts"] - r["join_ts"] < r["session_ms"])
             if cut_before_sync:
+                continue
+            if r["bridged"] is not None:
+                b = r["bridged"]
+                out.append(violation("L1", run, f"generation {gen} has no classic leader and no SyncGroup assignments: "
+                                     f"it formed while {', '.join(b['consumers'])} made the group a KIP-848 consumer "
+                                     "group, whose broker assigns", generation=gen, ts=r["join_ts"],
+                                     evidence={"leader_id": r["leader_id"], "bridged_join_ts": b["b_ts"],
+                                               "consumer_period": [b["c_start"], b["c_end"]],
+                                               "consumer_members": list(b["consumers"])},
+                                     allowed_by="L1/consumer-group"))
                 continue
             leader, stray, faults = r["leader"] or r["leader_id"], r["stray"], r["faults"] or []
             if stray is None:
@@ -294,8 +321,12 @@ def _build_complete_gens(t: Tables):
             .join(t.partitions, ["run", "topic", "partition"])
             .groupBy("run", "generation").agg(F.count("*").alias("have")))
     gens = a.select("run", "generation").distinct()
-    # The final generation is the last one formed by the scenario's end (not one of teardown).
-    last = gens.join(formed_by_end(t), ["run", "generation"]).groupBy("run").agg(F.max("generation").alias("last_gen"))
+    # The final generation is the last one formed by the scenario's end (not one of teardown); a generation
+    # of the KIP-848 bridge formed after it means the group ended as a consumer group: no leader planned
+    # its final state, and no classic generation is final.
+    planned = gens.unionByName(bridged_generations(t).select("run", "generation"))
+    last = (planned.join(formed_by_end(t), ["run", "generation"]).groupBy("run")
+            .agg(F.max("generation").alias("last_gen")))
     return (gens.join(need, ["run", "generation"], "left").join(have, ["run", "generation"], "left").join(last, "run")
             .select("run", "generation", (F.coalesce("have", F.lit(0)) >= F.coalesce("needed", F.lit(0))).alias("complete"),
                     (F.col("generation") == F.col("last_gen")).alias("final"), "needed", "have"))

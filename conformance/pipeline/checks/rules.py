@@ -64,6 +64,19 @@ _RULES: tuple[Rule, ...] = (
          "on the wire since the member started again",
          "The coordinator keeps a dead member id until its session expires and may elect it (seen: broker "
          "3.9.2, reference killed mid-join)."),
+    Rule("L1/consumer-group", "L1",
+         "a generation with no leader's SyncGroup assignments whose JoinGroup was answered while the group was a "
+         "KIP-848 consumer group (a consumer-protocol member admitted by a ConsumerGroupHeartbeat response and not "
+         "yet gone: left, fenced, or silent for a session timeout)",
+         "KIP-848: a classic member inside a consumer group goes through the broker's classic bridge; its JoinGroup "
+         "response names no leader and lists no members, and the broker computes the assignment (returned in the "
+         "SyncGroup response). No client runs an assignor, so no SyncGroup carries assignments. K2 judges the bridge."),
+    Rule("D2/member-epoch", "D2",
+         "an accepted commit whose generation is below the last classic generation formed before it, when the "
+         "commit was sent by a consumer-protocol member or while the group was a KIP-848 consumer group",
+         "KIP-848: there the commit's generation is the committing member's own epoch, not a group-wide "
+         "generation; members' epochs differ, so the order of generations says nothing of staleness. K4 judges "
+         "those commits against the member's own epoch, as the broker must."),
     Rule("R2/fault-window", "R2",
          "an overlap that begins and ends inside a fault window of one of the two owners or the broker "
          "(the fault's invocation to its heal plus a session timeout and a heartbeat)",

@@ -1,0 +1,250 @@
+"""Invariants of the KIP-848 consumer group protocol, K1-K4, judged from the wire.
+
+Family K (for KIP-848): what a consumer group adds to the classic invariants.
+Its members heartbeat with ConsumerGroupHeartbeat (``heartbeats`` table:
+member epochs, owned partitions in requests, the broker's assignment in
+responses), classic members in it go through the broker's classic bridge,
+and its commits carry member epochs. What the classic families still judge
+there: E1-E5 (classic members' bytes), R2 (no two live owners, from the
+histories, across protocols), D1-D3, P1, V1; see
+:mod:`conformance.pipeline.consumer_group` for when the group is a consumer
+group and the L1/D2 rules that say so.
+
+- K1: a member id's epochs only grow. The broker's epochs in successful
+  responses never fall, and a request never carries an epoch below one the
+  broker had already given that member id before the request was sent, unless
+  the member left (epoch -1/-2) or was fenced (FENCED_MEMBER_EPOCH,
+  UNKNOWN_MEMBER_ID) in between: a new stint starts from 0.
+- K2: the classic bridge. Inside a consumer period no successful JoinGroup
+  response names a leader or lists members (the broker's part), and a classic
+  member never sends SyncGroup assignments for a generation whose JoinGroup
+  response named no leader (the client's part: it must not run its assignor).
+- K3: every consumer member converges to its assignment. A member is in step
+  at a request when the owned set it reports (the last ``owned`` it sent in
+  its stint; an omitted ``owned`` means unchanged) equals its current
+  assignment (the last ``assigned`` a successful response gave it). After a
+  response changes its assignment, the member must be in step again within
+  the bound, whatever changed meanwhile (a change to the set it already
+  reports needs nothing): the rebalance timeout (manifest
+  ``max_poll_interval_ms``, the members' ``rebalance.timeout.ms`` default: how
+  long KIP-848 gives a member to revoke before the broker fences it) plus a
+  heartbeat interval (the acknowledgement rides the next heartbeat). A stint
+  that ends (left, fenced, or its last frame) sooner than the bound after the
+  change is not judged. One finding per spell out of step, at its first
+  change.
+- K4: no stale-epoch commit is accepted. An OffsetCommit from a consumer
+  member id that the broker answers with success must not carry an epoch below
+  the member's epoch at the time (the last epoch a response gave it before
+  the commit was sent). On brokers from 4.3 (KIP-1251) a commit from an
+  earlier epoch is valid for a partition the member was assigned at that epoch
+  or before and still holds; only the other partitions are findings.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
+from conformance.pipeline.checks.common import fmt_tps, timing, violation
+from conformance.pipeline.consumer_group import (consumer_member_ids, consumer_periods, consumer_spans,
+                                                 heartbeat_stints)
+from conformance.pipeline.derived import Tables
+
+#: The first broker version that accepts a commit from an epoch between the partition's assignment
+#: epoch and the member epoch (KIP-1251).
+ASSIGNMENT_EPOCH_COMMITS_FROM = (4, 3)
+
+
+def _version(text: str | None) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in str(text).split("-")[0].split(".")[:2])
+    except ValueError:
+        return ()
+
+
+def _epoch_segments(t: Tables):
+    """Heartbeats with ``seg`` (per member id: resets before this row, a leave or a fence ends a
+    segment) and ``given_before``: the highest epoch a successful response gave the member id
+    earlier in the segment (null: none)."""
+    hb = heartbeat_stints(t)
+    w = Window.partitionBy("run", "member_id").orderBy("line")
+    upto = w.rowsBetween(Window.unboundedPreceding, -1)
+    hb = hb.withColumn("seg", F.coalesce(F.sum(F.col("reset").cast("int")).over(upto), F.lit(0)))
+    given = F.when((F.col("direction") == "response") & (F.coalesce("error_code", F.lit(0)) == 0)
+                   & (F.col("member_epoch") > 0), F.col("member_epoch"))
+    ws = Window.partitionBy("run", "member_id", "seg").orderBy("line").rowsBetween(Window.unboundedPreceding, -1)
+    return hb.withColumn("given", given).withColumn("given_before", F.max("given").over(ws))
+
+
+def check_k1(t: Tables) -> list[dict]:
+    seg = _epoch_segments(t)
+    fell = seg.where(F.col("given").isNotNull() & (F.col("given") < F.col("given_before")))
+    stale = seg.where((F.col("direction") == "request") & (F.col("member_epoch") > 0)
+                      & (F.col("member_epoch") < F.col("given_before")))
+    cols = ["run", "member", "member_id", "line", "ts", "member_epoch", "given_before", "error_code"]
+    fell, stale = t.collect_many(fell.select(*cols), stale.select(*cols))
+    out = []
+    for r in stale:
+        out.append(violation(
+            "K1", r["run"], f"{r['member']} (member id {r['member_id']}) sent a heartbeat with epoch "
+            f"{r['member_epoch']} after the broker had given it epoch {r['given_before']}, with no leave or fence "
+            "in between", members=[r["member"]], culprit=r["member"], generation=r["member_epoch"], ts=r["ts"],
+            evidence={"wire_line": r["line"], "member_id": r["member_id"], "sent_epoch": r["member_epoch"],
+                      "given_epoch": r["given_before"]}))
+    for r in fell:
+        out.append(violation(
+            "K1", r["run"], f"the broker gave {r['member']} (member id {r['member_id']}) epoch {r['member_epoch']} "
+            f"after epoch {r['given_before']}, with no leave or fence in between", members=[r["member"]],
+            generation=r["member_epoch"], ts=r["ts"],
+            evidence={"wire_line": r["line"], "member_id": r["member_id"], "given_epoch": r["member_epoch"],
+                      "earlier_epoch": r["given_before"]}))
+    return out
+
+
+def check_k2(t: Tables) -> list[dict]:
+    jr = t.frames.where((F.col("api") == "JoinGroup") & (F.col("direction") == "response")
+                        & (F.coalesce("error_code", F.lit(0)) == 0) & F.col("generation").isNotNull())
+    periods = consumer_periods(t)
+    led = (jr.join(periods, "run").where((F.col("ts") >= F.col("c_start")) & (F.col("ts") <= F.col("c_end"))
+                                         & ((F.coalesce("leader", F.lit("")) != "")
+                                            | (F.coalesce("n_members", F.lit(0)) > 0)))
+           .select("run", "member", "line", "ts", "generation", "leader", "n_members", "consumers"))
+    # The member's JoinGroup response of a generation that named no leader, and its SyncGroup of that
+    # generation carrying assignments (the tap writes the SyncGroup request's assignments as leader rows).
+    leaderless = (jr.where(F.coalesce("leader", F.lit("")) == "")
+                  .select("run", "member", "generation", F.col("ts").alias("j_ts"), F.col("line").alias("j_line")))
+    sent = (t.assignments.where(F.col("source") == "leader")
+            .groupBy("run", "member", "line", "ts", "generation").agg(F.count("*").alias("n")))
+    planned = (sent.join(leaderless, ["run", "member", "generation"])
+               .where(F.col("j_ts") <= F.col("ts"))
+               .groupBy("run", "member", "line", "ts", "generation", "n").agg(F.max("j_line").alias("j_line")))
+    led, planned = t.collect_many(led, planned)
+    out = []
+    for r in led:
+        out.append(violation(
+            "K2", r["run"], f"{r['member']}'s JoinGroup response of generation {r['generation']} named leader "
+            f"{r['leader'] or '(none)'} with {r['n_members'] or 0} member(s) while {', '.join(r['consumers'])} made "
+            "the group a consumer group (the broker's bridge must name no leader and list no members)",
+            members=[r["member"]], generation=r["generation"], ts=r["ts"],
+            evidence={"wire_line": r["line"], "leader": r["leader"], "members_listed": r["n_members"],
+                      "consumer_members": list(r["consumers"])}))
+    for r in planned:
+        out.append(violation(
+            "K2", r["run"], f"{r['member']} sent {r['n']} SyncGroup assignment(s) for generation {r['generation']} "
+            "although its JoinGroup response named no leader (a classic member in a consumer group must not run "
+            "its assignor)", members=[r["member"]], culprit=r["member"], generation=r["generation"], ts=r["ts"],
+            evidence={"wire_line": r["line"], "join_response_line": r["j_line"], "assignments": r["n"]}))
+    return out
+
+
+def _tp_set(col):
+    return F.array_sort(F.array_distinct(F.coalesce(col, F.array())))
+
+
+def check_k3(t: Tables) -> list[dict]:
+    hb = heartbeat_stints(t)
+    key = ["run", "member_id", "stint"]
+    w = Window.partitionBy(*key).orderBy("line").rowsBetween(Window.unboundedPreceding, 0)
+    change = ((F.col("direction") == "response") & (F.coalesce("error_code", F.lit(0)) == 0)
+              & F.col("assigned").isNotNull())
+    rows = (hb.withColumn("target", F.last(F.when(change, _tp_set(F.col("assigned"))), ignorenulls=True).over(w))
+            .withColumn("reported", F.last(F.when((F.col("direction") == "request") & F.col("owned").isNotNull(),
+                                                  _tp_set(F.col("owned"))), ignorenulls=True).over(w)))
+    # A request that shows the member in step: what it reports owning is its current assignment.
+    synced = (rows.where((F.col("direction") == "request") & (F.col("reported") == F.col("target")))
+              .select(*key, F.col("line").alias("s_line"), F.col("ts").alias("s_ts")))
+    # A change the member is already in step with (it reported that set before) opens no spell.
+    changes = (rows.where(change & ~F.coalesce(F.col("reported") == F.col("target"), F.lit(False)))
+               .select(*key, "member", "line", "ts", "member_epoch", "target"))
+    first_sync = (changes.join(synced, key).where(F.col("s_line") > F.col("line"))
+                  .groupBy(*key, "line").agg(F.min_by(F.struct("s_line", "s_ts"), "s_line").alias("sync")))
+    reported = (changes.join(rows.where(F.col("direction") == "request")
+                             .select(*key, F.col("line").alias("r_line"), F.col("reported").alias("r_reported")), key)
+                .where(F.col("r_line") > F.col("line"))
+                .groupBy(*key, "line").agg(F.count("*").alias("requests"),
+                                           F.max_by("r_reported", "r_line").alias("last_reported")))
+    ends = consumer_spans(t).select(*key, "s_end", "s_end_kind")
+    last = hb.groupBy(*key).agg(F.max("ts").alias("last_ts"))
+    tm = timing(t.cells).select("run", (F.col("max_poll_ms") + F.col("heartbeat_ms")).alias("bound_ms"))
+    # Out of step from the change to the first request in step after it (whatever changed meanwhile),
+    # else to the end of the member's stint (its leave or fence, else its last frame).
+    until = F.coalesce(F.col("sync.s_ts"),
+                       F.least(F.when(F.col("s_end_kind") != "session", F.col("s_end")), F.col("last_ts")))
+    late = (changes.join(first_sync, key + ["line"], "left").join(reported, key + ["line"], "left")
+            .join(ends, key, "left").join(last, key, "left").join(tm, "run")
+            .withColumn("out_ms", until - F.col("ts")).where(F.col("out_ms") > F.col("bound_ms")))
+    # One finding per spell out of step: the earliest change of those the same in-step request ends.
+    spells = (late.groupBy(*key, F.col("sync.s_line").alias("s_line"))
+              .agg(F.min_by(F.struct(*[c for c in late.columns if c not in ("run", "member_id", "stint", "sync")]),
+                            "line").alias("r"), F.count("*").alias("changes"))
+              .select(*key, "s_line", "changes", "r.*"))
+    out = []
+    for r in t.collect(spells):
+        target = [[x["topic"], x["partition"]] for x in r["target"]]
+        reported = [[x["topic"], x["partition"]] for x in (r["last_reported"] or [])]
+        ended = ("before reporting it" if r["s_line"] is None
+                 else f"until its heartbeat at wire line {r['s_line']}")
+        out.append(violation(
+            "K3", r["run"], f"{r['member']} did not converge to its assignment of epoch {r['member_epoch']} "
+            f"({fmt_tps(target)}) within {r['bound_ms'] / 1000:.1f} s: it stayed out of step "
+            f"{r['out_ms'] / 1000:.1f} s ({r['changes']} assignment change(s)) {ended}; it last reported owning "
+            f"{fmt_tps(reported) if r['last_reported'] is not None else 'nothing yet'}",
+            members=[r["member"]], culprit=r["member"], generation=r["member_epoch"], partitions=target, ts=r["ts"],
+            evidence={"wire_line": r["line"], "member_id": r["member_id"], "target": target,
+                      "last_reported": reported, "requests_since": r["requests"] or 0, "out_of_step_ms": r["out_ms"],
+                      "bound_ms": r["bound_ms"], "in_step_wire_line": r["s_line"]}))
+    return out
+
+
+def check_k4(t: Tables) -> list[dict]:
+    ok = (t.commits.where((F.col("error_code") == 0) & (F.col("generation") >= 0))
+          .join(consumer_member_ids(t).select("run", "member_id"), ["run", "member_id"]))
+    given = (t.heartbeats.where((F.col("direction") == "response") & (F.coalesce("error_code", F.lit(0)) == 0)
+                                & (F.col("member_epoch") > 0))
+             .select("run", "member_id", F.col("ts").alias("g_ts"), F.col("line").alias("g_line"),
+                     F.col("member_epoch").alias("g_epoch")))
+    current = (ok.join(given, ["run", "member_id"]).where(F.col("g_ts") < F.col("ts"))
+               .groupBy("run", "member", "member_id", "line", "ts", "generation", "topic", "partition")
+               .agg(F.max_by("g_epoch", "g_line").alias("current")))
+    stale = current.where(F.col("generation") < F.col("current"))
+    # KIP-1251 (4.3+): the assignments each stale committer got, response by response (few rows).
+    assigned = (t.heartbeats.where((F.col("direction") == "response") & F.col("assigned").isNotNull()
+                                   & (F.coalesce("error_code", F.lit(0)) == 0))
+                .join(stale.select("run", "member_id").distinct(), ["run", "member_id"])
+                .select("run", "member_id", "line", "ts", "member_epoch", "assigned"))
+    stale_rows, assigned = t.collect_many(stale.join(t.cells.select("run", "broker_version"), "run"), assigned)
+    if not stale_rows:
+        return []
+    history: dict[tuple, list] = defaultdict(list)
+    for a in sorted(assigned, key=lambda a: a["line"]):
+        history[(a["run"], a["member_id"])].append(a)
+    groups: dict[tuple, list] = defaultdict(list)
+    for r in stale_rows:
+        tp = (r["topic"], r["partition"])
+        if _version(r["broker_version"]) >= ASSIGNMENT_EPOCH_COMMITS_FROM:
+            since = _held_since(history[(r["run"], r["member_id"])], tp, r["ts"])
+            if since is not None and since <= r["generation"]:
+                continue   # KIP-1251: assigned at or before the commit's epoch and still held
+        groups[(r["run"], r["member"], r["member_id"], r["line"], r["ts"], r["generation"], r["current"])].append(tp)
+    out = []
+    for (run, member, member_id, line, ts, epoch, cur), parts in sorted(groups.items(), key=lambda kv: kv[0][4]):
+        out.append(violation(
+            "K4", run, f"the broker accepted {member}'s commit of {fmt_tps(parts)} from epoch {epoch} when the "
+            f"member's epoch was {cur} (a stale-epoch commit must be refused: STALE_MEMBER_EPOCH)",
+            members=[member], generation=epoch, partitions=[list(p) for p in parts], ts=ts,
+            evidence={"wire_line": line, "member_id": member_id, "commit_epoch": epoch, "member_epoch": cur}))
+    return out
+
+
+def _held_since(responses: list, tp: tuple, ts: float) -> int | None:
+    """The epoch from which the member held ``tp`` without a break, as of ``ts`` (its assignment
+    epoch), from its responses' assignments in line order; None when it did not hold it then."""
+    since = None
+    for a in responses:
+        if a["ts"] >= ts:
+            break
+        held = any((x["topic"], x["partition"]) == tp for x in a["assigned"])
+        since = (since if since is not None else a["member_epoch"]) if held else None
+    return since
