@@ -267,12 +267,12 @@ def _drop_tp(event: dict, tp: TP) -> bool:
 
 # -- the mutations -----------------------------------------------------------------------------------
 
-def skipped_revoke(run: RunEdit) -> tuple[str | None, str]:
+def skipped_revoke(run: RunEdit, pair: Callable[[str, str], bool] = lambda revoker, taker: True) -> tuple[str | None, str]:
     """R2. A member never gives up a partition it was told to revoke (its history has no
     ``revoked`` for it: the client skipped the callback and kept the partition), while the
     partition's new owner takes it a few hundred milliseconds later, as recorded: two live owners.
     The first revoke (cooperative, or eager before a rejoin) whose partition reaches another member
-    while the revoker lives on."""
+    while the revoker lives on (``pair(revoker, taker)`` must hold for the two)."""
     ivs = run.intervals()
     for iv in ivs:
         if iv.end_reason != "revoked":
@@ -285,7 +285,8 @@ def skipped_revoke(run: RunEdit) -> tuple[str | None, str]:
                       default=iv.end_ts)
         extended_to = later[0].end_ts if later else inc_end
         for new in ivs:
-            if (new.tp == iv.tp and new.member != iv.member and iv.end_ts <= new.start_ts <= iv.end_ts + run.revoke_ms
+            if (new.tp == iv.tp and new.member != iv.member and pair(iv.member, new.member)
+                    and iv.end_ts <= new.start_ts <= iv.end_ts + run.revoke_ms
                     and min(extended_to, new.end_ts) - new.start_ts > 2 * run.heartbeat_ms
                     # R2/fault-window excuses only an overlap that begins inside a window.
                     and run.quiet(iv.end_ts, new.start_ts, [iv.member, new.member])):
@@ -993,6 +994,146 @@ def leader_reassigns_owned(run: RunEdit) -> tuple[str | None, str]:
     raise NotApplicable("no cooperative generation whose leader kept a declared partition in place")
 
 
+# -- the consumer group protocol (KIP-848) ---------------------------------------------------------
+
+def _consumer_protocol(run: RunEdit, member: str) -> bool:
+    """Whether ``member``'s spec chooses the consumer protocol (``KIND[@VERSION]+consumer``)."""
+    return any(m["name"] == member and "+consumer" in str(m.get("spec") or "") for m in run.manifest.get("members", []))
+
+
+def _heartbeats(run: RunEdit) -> list[int]:
+    return [i for i, f in enumerate(run.wire) if f.get("api") == "ConsumerGroupHeartbeat" and not f.get("undecodable")]
+
+
+def _admitted(f: dict) -> bool:
+    return f.get("direction") == "response" and (f.get("error_code") or 0) == 0 and (f.get("member_epoch") or 0) > 0
+
+
+def cross_protocol_skipped_revoke(run: RunEdit) -> tuple[str | None, str]:
+    """R2, across protocols. As :func:`skipped_revoke`, for a partition that moves between a
+    consumer-protocol member and a classic one (either way): R2 judges ownership from the histories,
+    whatever protocol each owner speaks."""
+    return skipped_revoke(run, lambda a, b: _consumer_protocol(run, a) != _consumer_protocol(run, b))
+
+
+def stale_heartbeat_epoch(run: RunEdit) -> tuple[str | None, str]:
+    """K1. A consumer member heartbeats with its previous epoch after the broker gave it a new one (a
+    client that cached its epoch): the request after the first epoch change of a member id carries
+    the epoch before it. The response is left as recorded (K1 judges what the member sent)."""
+    last: dict[str, int] = {}
+    bumped: dict[str, int] = {}
+    for i in _heartbeats(run):
+        f = run.wire[i]
+        mid = f.get("member_id")
+        if _admitted(f):
+            if mid in last and f["member_epoch"] > last[mid]:
+                bumped[mid] = last[mid]
+            last[mid] = f["member_epoch"]
+        elif f.get("direction") == "request" and mid in bumped and (f.get("member_epoch") or 0) > bumped[mid]:
+            old, new = bumped[mid], f["member_epoch"]
+            f["member_epoch"] = f["generation"] = old
+            return f["member"], (f"{f['member']} heartbeats with epoch {old} instead of {new} at {f['ts']:.0f} "
+                                 f"(wire line {i + 1})")
+    raise NotApplicable("no consumer member whose epoch changed and that heartbeat after")
+
+
+def bridged_assignor(run: RunEdit) -> tuple[str | None, str]:
+    """K2. A classic member in a consumer group runs its assignor although its JoinGroup response named
+    no leader: its SyncGroup request carries an assignment (for itself, what the broker then gives
+    it). The first such SyncGroup."""
+    leaderless: set[tuple[str, int]] = set()
+    for i, f in enumerate(run.wire):
+        if f.get("api") == "JoinGroup" and f.get("direction") == "response" and (f.get("error_code") or 0) == 0 \
+                and f.get("leader") == "" and isinstance(f.get("generation"), int):
+            leaderless.add((f["member"], f["generation"]))
+        elif f.get("api") == "SyncGroup" and f.get("direction") == "request" and not f.get("assignments") \
+                and (f["member"], f.get("generation")) in leaderless:
+            j = run.response_of(i)
+            if j is None or (run.wire[j].get("error_code") or 0) != 0 or not run.wire[j].get("assignment"):
+                continue
+            f["assignments"] = [{"member_id": f["member_id"], "assignment": run.wire[j]["assignment"]}]
+            return f["member"], (f"{f['member']} sends its own assignment in its SyncGroup of generation "
+                                 f"{f['generation']} at {f['ts']:.0f} (wire line {i + 1})")
+    raise NotApplicable("no classic member's SyncGroup after a JoinGroup response that named no leader")
+
+
+#: The rebalance timeout :func:`unacknowledged_assignment` gives its copy (see there).
+SHORT_REBALANCE_TIMEOUT_MS = 15000
+
+
+def unacknowledged_assignment(run: RunEdit) -> tuple[str | None, str]:
+    """K3. A consumer member stops acknowledging its assignments: from the first change of its
+    assignment to a set other than what it reported (in the member id's last stint that lasts
+    longest after such a change), every later ``owned`` it sends repeats what it reported before.
+
+    The recorded cells bounce a member every ~10 s, so no stint outlasts the 30 s rebalance
+    timeout by much; the copy's manifest says the cell ran with a rebalance timeout
+    (``max_poll_interval_ms``) of :data:`SHORT_REBALANCE_TIMEOUT_MS`, and the chosen stint must
+    outlast that plus a heartbeat after the change. Frames and their timing stay as recorded."""
+    bound = SHORT_REBALANCE_TIMEOUT_MS + run.heartbeat_ms
+    by_id: dict[str, list[int]] = {}
+    for i in _heartbeats(run):
+        f = run.wire[i]
+        if f.get("direction") == "request" and f.get("member_epoch") == 0:
+            by_id.pop(f.get("member_id"), None)   # a new stint: the last one of each member id
+        by_id.setdefault(f.get("member_id"), []).append(i)
+
+    def owned_set(j: int) -> set:
+        return {(t["topic_id"], p) for t in run.wire[j]["owned"] for p in t["partitions"]}
+
+    best = None
+    for mid, rows in sorted(by_id.items(), key=lambda kv: kv[1][0]):
+        requests = [j for j in rows if run.wire[j].get("direction") == "request" and run.wire[j].get("owned") is not None]
+        for i in (i for i in rows if _admitted(run.wire[i]) and run.wire[i].get("assigned") is not None):
+            before = [j for j in requests if j < i]
+            later = [j for j in requests if j > i and (run.wire[j].get("member_epoch") or 0) > 0]
+            target = {(t["topic_id"], p) for t in run.wire[i]["assigned"] for p in t["partitions"]}
+            if not before or not later or owned_set(before[-1]) == target:
+                continue
+            lasts = run.wire[rows[-1]]["ts"] - run.wire[i]["ts"]
+            if lasts > bound and (best is None or lasts > best[0]):
+                best = (lasts, i, before[-1], later)
+            break   # the first such change of the stint
+    if best is None:
+        raise NotApplicable("no consumer member's stint that outlasts the rebalance timeout after a new assignment")
+    lasts, i, prev, later = best
+    for j in later:
+        run.wire[j]["owned"] = json.loads(json.dumps(run.wire[prev]["owned"]))
+    run.manifest.setdefault("timing", {})["max_poll_interval_ms"] = SHORT_REBALANCE_TIMEOUT_MS
+    f = run.wire[i]
+    return f["member"], (f"{f['member']} reports the owned set of wire line {prev + 1} in every heartbeat after the "
+                         f"assignment of epoch {f['member_epoch']} at {f['ts']:.0f} (wire line {i + 1}); its stint "
+                         f"lasts {lasts / 1000:.1f} s more (rebalance timeout {SHORT_REBALANCE_TIMEOUT_MS} ms)")
+
+
+def stale_epoch_commit(run: RunEdit) -> tuple[str | None, str]:
+    """K4. The broker accepts a commit from an epoch below the member's: a consumer member's accepted
+    commit of a partition first assigned at its current epoch E is sent with epoch E - 1 (request
+    and response), which KIP-1251's assignment epoch does not cover either."""
+    epoch: dict[str, int] = {}
+    since: dict[str, dict[TP, int]] = {}
+    names = {v: k for k, v in (run.manifest.get("topic_ids") or {}).items()}
+    for i, f in enumerate(run.wire):
+        mid = f.get("member_id")
+        if f.get("api") == "ConsumerGroupHeartbeat" and _admitted(f):
+            epoch[mid] = f["member_epoch"]
+            if f.get("assigned") is not None:
+                now = {(names.get(t["topic_id"], t["topic_id"]), int(p)) for t in f["assigned"] for p in t["partitions"]}
+                held = since.get(mid, {})
+                since[mid] = {tp: held.get(tp, f["member_epoch"]) for tp in now}
+        elif f.get("api") == "OffsetCommit" and f.get("direction") == "request" and mid in epoch:
+            e = epoch[mid]
+            tps = [(names.get(str(t), str(t)), int(p)) for t, p, _ in f.get("offsets") or []]
+            fresh = [tp for tp in tps if since.get(mid, {}).get(tp) == e]
+            j = run.response_of(i)
+            if f.get("generation") != e or e < 2 or not fresh or j is None or (run.wire[j].get("error_code") or 0) != 0:
+                continue
+            f["generation"] = run.wire[j]["generation"] = e - 1
+            return f["member"], (f"{f['member']} commits {', '.join(map(_fmt, fresh))} with epoch {e - 1} at "
+                                 f"{f['ts']:.0f} (wire line {i + 1}); its epoch was {e}, at which it got them")
+    raise NotApplicable("no accepted commit of a partition first assigned at the member's current epoch")
+
+
 @dataclass(frozen=True)
 class Mutation:
     """One anomaly class: its name, the invariant that must fail, and the edit (see the module docstring)."""
@@ -1026,6 +1167,18 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("new-owner-ignores-commit", "D3", new_owner_ignores_commit),
     Mutation("stalled-partition", "P1", stalled_partition),
     Mutation("unowned-at-end", "V1", unowned_at_end),
+)
+
+#: The mutations of a KIP-848 group (a consumer-protocol member beside classic ones). Kept apart from
+#: :data:`MUTATIONS`: the corpus of ``conformance mutation-score`` (fixtures/real-runs/) holds no
+#: such run; tests/test_consumer_protocol_recorded.py applies them to the recorded KIP-848 runs of
+#: fixtures/client-behaviour/.
+CONSUMER_PROTOCOL_MUTATIONS: tuple[Mutation, ...] = (
+    Mutation("cross-protocol-skipped-revoke", "R2", cross_protocol_skipped_revoke),
+    Mutation("stale-heartbeat-epoch", "K1", stale_heartbeat_epoch),
+    Mutation("bridged-assignor", "K2", bridged_assignor),
+    Mutation("unacknowledged-assignment", "K3", unacknowledged_assignment),
+    Mutation("stale-epoch-commit", "K4", stale_epoch_commit),
 )
 
 
