@@ -17,35 +17,24 @@ sends no SyncGroup assignments fails L1, a commit from the generation before the
 the broker accepts fails D2.
 
 Mutants of the recorded runs (:data:`conformance.mutate.CONSUMER_PROTOCOL_MUTATIONS`, real frames
-and timing, one edit each) must each fail the invariant they name. All copies are judged by one
-real ``conformance report`` (one Spark start).
+and timing, one edit each) must each fail the invariant they name. All copies are judged by the
+session's one real ``conformance report`` (tests/recorded.py).
 """
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-import sys
-import tarfile
 from pathlib import Path
 
 import pytest
 
 from conformance.mutate import CONSUMER_PROTOCOL_MUTATIONS, RunEdit, mutate
+from recorded import TEST_TIMEOUT, copy_run, unpack
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(TEST_TIMEOUT)]
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "client-behaviour"
 MIXED = FIXTURES / "java-4.4.0-librdkafka-2.16.1-consumer-rolling-restart.tar.xz"
 CLASSIC_FIRST = FIXTURES / "java-4.4.0-librdkafka-2.16.1-consumer-rolling-restart-classic-first.tar.xz"
-
-
-def _unpack(archive: Path, into: Path) -> Path:
-    with tarfile.open(archive) as tar:
-        tar.extractall(into, filter="data")
-    (src,) = into.iterdir()
-    return src
 
 
 def _classic_leaders(run: RunEdit) -> list[tuple[int, dict, int]]:
@@ -84,33 +73,34 @@ def _classic_stale_commit(run: RunEdit) -> str:
 CLASSIC_MUTANTS = {"classic-nosync": ("L1", _classic_nosync), "classic-stale-commit": ("D2", _classic_stale_commit)}
 
 
-@pytest.fixture(scope="module")
-def judged(tmp_path_factory) -> dict:
-    root = tmp_path_factory.mktemp("consumer-protocol-recorded")
-    mixed = _unpack(MIXED, root / "mixed")
-    classic_first = _unpack(CLASSIC_FIRST, root / "classic-first")
+#: What each mutant's edit did: (invariant it must fail, culprit or None, the edit's detail), filled
+#: by recorded_copies for the failure messages.
+DETAILS: dict[str, tuple[str, str | None, str]] = {}
+
+
+def recorded_copies(root: Path) -> dict[str, Path]:
+    """The two recorded runs and their mutants (the module docstring tells each story)."""
+    mixed = unpack(MIXED, root / "mixed")
+    classic_first = unpack(CLASSIC_FIRST, root / "classic-first")
     runs = root / "runs"
-    dirs = {"mixed": runs / "mixed", "classic-first": runs / "classic-first"}
-    shutil.copytree(mixed, dirs["mixed"])
-    shutil.copytree(classic_first, dirs["classic-first"])
-    details = {}
+    dirs = {"mixed": copy_run(mixed, runs / "mixed"), "classic-first": copy_run(classic_first, runs / "classic-first")}
     for m in CONSUMER_PROTOCOL_MUTATIONS:
         made = mutate(mixed, m, runs / m.name)
         dirs[m.name] = made.path
-        details[m.name] = (m.invariant, made.culprit, made.detail)
+        DETAILS[m.name] = (m.invariant, made.culprit, made.detail)
     for name, (inv, edit) in CLASSIC_MUTANTS.items():
-        shutil.copytree(classic_first, runs / name)
-        run = RunEdit.load(runs / name)
-        details[name] = (inv, None, edit(run))
+        run = RunEdit.load(copy_run(classic_first, runs / name))
+        DETAILS[name] = (inv, None, edit(run))
         run.manifest["run_id"] += f"~{name}"
         run.save()
         dirs[name] = runs / name
-    out = root / "out"
-    done = subprocess.run([sys.executable, "-m", "conformance", "report", "--out", str(out), *map(str, dirs.values())],
-                          capture_output=True, text=True, timeout=1500)
-    assert done.returncode in (0, 1), done.stderr[-3000:]
-    by_dir = {Path(v["run_dir"]).name: v for v in json.loads((out / "pipeline" / "verdicts.json").read_text())}
-    return {"verdicts": by_dir, "details": details}
+    return dirs
+
+
+@pytest.fixture(scope="module")
+def judged(recorded_verdicts) -> dict:
+    """The verdicts by copy name, and what each mutant's edit did."""
+    return {"verdicts": recorded_verdicts, "details": DETAILS}
 
 
 def _failing(v: dict) -> dict:
