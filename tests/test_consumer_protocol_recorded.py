@@ -114,7 +114,8 @@ def test_a_recorded_mixed_group_passes_with_its_consumer_group_periods_reported(
     assert v["verdict"] == "pass" and v["malformed"] == [], (_failing(v), v["malformed"][:3])
     # What the classic checks do not judge in the consumer group is shown, named, never dropped.
     assert v["allowed"].get("L1/consumer-group", 0) > 0, v["allowed"]
-    assert set(v["allowed"]) <= {"L1/consumer-group", "D2/member-epoch"}, v["allowed"]
+    assert set(v["allowed"]) <= {"L1/consumer-group", "D2/member-epoch", "L2/consumer-group", "L3/consumer-group"}, \
+        v["allowed"]
     for inv in ("K1", "K2", "K3", "K4", "R2"):
         assert v["invariants"][inv]["status"] == "pass"
     # Topic ids are named: no finding names a partition by its id.

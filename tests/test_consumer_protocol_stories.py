@@ -52,10 +52,16 @@ def test_a_fence_starts_a_new_stint(judged):
 
 
 def test_the_bridged_generation_is_allowed_and_nothing_else_is_needed(judged):
+    # m2 rejoins through the bridge at 25 s; the run ends with m3 still in: a consumer group.
     cell = judged["break-l1-consumer-group-allowed"]
-    assert cell["verdict"] == "pass" and cell["allowed"] == {"L1/consumer-group": 1}, _not_passing(cell)
+    assert cell["verdict"] == "pass" and cell["allowed"] == {"L1/consumer-group": 1, "L2/consumer-group": 1,
+                                                              "L3/consumer-group": 1}, _not_passing(cell)
     (f,) = cell["invariants"]["L1"]["allowed"]
     assert f["generation"] == 6 and f["evidence"]["consumer_members"] == ["m3"]
+    # The final state no leader planned is said, not skipped silently: one finding each for L2 and L3.
+    for inv in ("L2", "L3"):
+        (f,) = cell["invariants"][inv]["allowed"]
+        assert f["evidence"] == {"bridged_generation": 6, "last_classic_generation": 3, "consumer_members": ["m3"]}, f
 
 
 def test_k3_bound_is_the_rebalance_timeout_plus_a_heartbeat(judged):

@@ -271,6 +271,8 @@ RULE_STORIES = {
     "L1/leader-stopping": ("l1-nosync-allowed", "L1", "l1-nosync"),
     "L1/dead-leader-id": ("l1-killed-leader-allowed", "L1", "l1-killed-leader"),
     "L1/consumer-group": ("l1-consumer-group-allowed", "L1", "l1-consumer-group-gone"),
+    "L2/consumer-group": ("l1-consumer-group-allowed", "L2", "l2-consumer-group-gone"),
+    "L3/consumer-group": ("l1-consumer-group-allowed", "L3", "l3-consumer-group-gone"),
     "D2/member-epoch": ("d2-member-epoch-allowed", "D2", "d2-stale"),
     "R2/fault-window": ("r2-allowed", "R2", "r2-outlives-window"),
     "R3/fault-window": ("r3-allowed", "R3", "r3"),

@@ -1,5 +1,6 @@
 """Stories of a KIP-848 consumer member beside the classic ones (K1-K4, and the classic rules
-L1/consumer-group and D2/member-epoch; checks in conformance/pipeline/checks/consumer.py).
+L1/consumer-group, L2/consumer-group, L3/consumer-group and D2/member-epoch; checks in
+conformance/pipeline/checks/consumer.py).
 
 Each story is the healthy cooperative run (:func:`stories.builder.healthy`: java m1 and the
 reference m2, classic, settle by 14 s) with a third member, m3 (java, ``group.protocol=consumer``),
@@ -160,6 +161,38 @@ def l1_consumer_group_gone(b: CooperativeRun) -> Path:
     heartbeat(b, 22000, "m3", -1)
     b.stopped("m3", 22010)
     b.join(6, 25000, "m2", {"m2": b.subscription("m2", owned=ALL4[2:], generation=3)})
+    return b.teardown()
+
+
+@story(fails=("L2", ["final generation 6 leaves t-0, t-1 unassigned (2 of 4 partitions assigned)"]),
+       members=MEMBERS)
+def l2_consumer_group_gone(b: CooperativeRun) -> Path:
+    """As l1-consumer-group-gone (m3 left at 22 s: the group is classic again), but at 25 s m2 leads
+    generation 6 with m1 in it and assigns only t-2 and t-3 (to itself). The group ended classic, so
+    its final generation is judged (L2/consumer-group excuses only a group that ended as a consumer
+    group): t-0 and t-1 are unassigned."""
+    b.through_steady()
+    m3_joins(b)
+    heartbeat(b, 22000, "m3", -1)
+    b.stopped("m3", 22010)
+    b.join(6, 25000, "m2", {"m1": b.subscription("m1", owned=ALL4[:2], generation=3),
+                            "m2": b.subscription("m2", owned=ALL4[2:], generation=3)})
+    b.sync(6, 25050, "m2", {"m1": [], "m2": ALL4[2:]})
+    return b.teardown()
+
+
+@story(fails=("L3", ["final generation 6 (cooperative-sticky) is unbalanced: m1=1, m2=3"]), members=MEMBERS)
+def l3_consumer_group_gone(b: CooperativeRun) -> Path:
+    """As l2-consumer-group-gone, but m2 assigns every partition: t-0 to m1 and t-1..3 to itself.
+    The group ended classic, so its final balance is judged (L3/consumer-group excuses only a group
+    that ended as a consumer group): 1 against 3."""
+    b.through_steady()
+    m3_joins(b)
+    heartbeat(b, 22000, "m3", -1)
+    b.stopped("m3", 22010)
+    b.join(6, 25000, "m2", {"m1": b.subscription("m1", owned=ALL4[:2], generation=3),
+                            "m2": b.subscription("m2", owned=ALL4[2:], generation=3)})
+    b.sync(6, 25050, "m2", {"m1": ALL4[:1], "m2": ALL4[1:]})
     return b.teardown()
 
 

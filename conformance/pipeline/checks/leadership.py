@@ -33,7 +33,8 @@ Scope and allowed findings (each rule named in :mod:`conformance.pipeline.checks
   generation formed after the last classic one (the group converted to a
   consumer group), no classic generation is final: L2's completeness and L3's
   balance of the final generation are not judged (the group's final state is
-  V1's and K3's).
+  V1's and K3's), and each says so in one allowed finding per run (rules
+  L2/consumer-group, L3/consumer-group) naming the bridged generation.
 - L1 does not judge a missing SyncGroup of a run's last generation when the
   run was cut short (a suite error or Ctrl-C) less than a session timeout
   after that generation formed: the leader had no time to sync.
@@ -332,6 +333,33 @@ def _build_complete_gens(t: Tables):
                     (F.col("generation") == F.col("last_gen")).alias("final"), "needed", "have"))
 
 
+def _ended_as_consumer_group(t: Tables):
+    """(run, generation, consumers, last_classic) of complete runs whose last generation formed by the
+    scenario's end is one of the broker's classic bridge and no classic generation of that number has
+    leader assignments: the final state L2 and L3 would judge was planned by no leader."""
+    def build():
+        classic = assignment_rows(t).select("run", "generation").distinct()
+        bridged = bridged_generations(t).select("run", "generation", "consumers")
+        planned = classic.unionByName(bridged.select("run", "generation"))
+        last = (planned.join(formed_by_end(t), ["run", "generation"]).groupBy("run")
+                .agg(F.max("generation").alias("generation")))
+        last_classic = classic.groupBy("run").agg(F.max("generation").alias("last_classic"))
+        return (last.join(bridged, ["run", "generation"]).join(classic, ["run", "generation"], "left_anti")
+                .join(last_classic, "run", "left").join(t.cells.where(F.col("complete")).select("run"), "run"))
+    return t.shared("ended-as-consumer-group", build)
+
+
+def _final_state_not_judged(t: Tables, inv: str, what: str) -> list[dict]:
+    """One allowed finding per run that ended as a consumer group (rule ``<inv>/consumer-group``)."""
+    return [violation(inv, r["run"], f"{what} of the final generation is not judged: generation {r['generation']} "
+                      f"is the broker's classic bridge ({', '.join(r['consumers'])} made the group a KIP-848 "
+                      "consumer group), planned by no leader", generation=r["generation"],
+                      evidence={"bridged_generation": r["generation"], "last_classic_generation": r["last_classic"],
+                                "consumer_members": list(r["consumers"])},
+                      allowed_by=f"{inv}/consumer-group")
+            for r in t.collect(_ended_as_consumer_group(t))]
+
+
 def check_l2(t: Tables) -> list[dict]:
     a = assignment_rows(t).where(F.col("topic").isNotNull())
     out = []
@@ -370,7 +398,7 @@ def check_l2(t: Tables) -> list[dict]:
         out.append(violation("L2", r["run"], f"final generation {r['generation']} leaves {fmt_tps(missing)} unassigned "
                              f"({r['have'] or 0} of {r['needed']} partitions assigned)", generation=r["generation"],
                              partitions=missing, evidence={"needed": r["needed"], "assigned": r["have"] or 0}))
-    return out
+    return out + _final_state_not_judged(t, "L2", "completeness")
 
 
 def _final_counts(t: Tables):
@@ -398,7 +426,7 @@ def check_l3(t: Tables) -> list[dict]:
             out.append(violation("L3", run, f"final generation {gen} ({proto}) is unbalanced: "
                                  + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())),
                                  members=list(counts), generation=gen, evidence={"counts": counts}))
-    return out
+    return out + _final_state_not_judged(t, "L3", "balance")
 
 
 def min_moves(prev_counts: dict[str, int], survivors: list[str], total: int, n_members: int) -> int:

@@ -71,6 +71,17 @@ _RULES: tuple[Rule, ...] = (
          "KIP-848: a classic member inside a consumer group goes through the broker's classic bridge; its JoinGroup "
          "response names no leader and lists no members, and the broker computes the assignment (returned in the "
          "SyncGroup response). No client runs an assignor, so no SyncGroup carries assignments. K2 judges the bridge."),
+    Rule("L2/consumer-group", "L2",
+         "the final-generation completeness of a run whose last generation formed by the scenario's end is one of "
+         "the broker's classic bridge (the group ended as a KIP-848 consumer group)",
+         "KIP-848: no leader planned that state, the broker did; its generation number is a member epoch and "
+         "no SyncGroup carries the assignments L2 would count. K3 judges that each consumer member reaches its "
+         "assignment, R2 that no partition has two owners, V1 that the group converges after the last fault."),
+    Rule("L3/consumer-group", "L3",
+         "the final-generation balance of a run whose last generation formed by the scenario's end is one of the "
+         "broker's classic bridge (the group ended as a KIP-848 consumer group)",
+         "KIP-848: the broker's server-side assignor balanced that state, not a client's; no SyncGroup carries "
+         "the counts L3 would compare. K3 and V1 judge the final state."),
     Rule("D2/member-epoch", "D2",
          "an accepted commit whose generation is below the last classic generation formed before it, when the "
          "commit was sent by a consumer-protocol member or while the group was a KIP-848 consumer group",
