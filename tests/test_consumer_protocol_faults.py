@@ -13,20 +13,19 @@ m1-java (consumer protocol) and m2-java (classic):
 - ``ignore-fenced`` (pause of m0 past its session): fenced when it resumes, it rejoins at epoch 0
   but keeps fetching what it owned and records no ``lost``: R2.
 
-All three are judged by one real ``conformance report`` (one Spark start).
+All three are judged with the session's other recorded runs by one real ``conformance report``
+(tests/recorded.py).
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import tarfile
 from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
+from recorded import unpack
+
+pytestmark = [pytest.mark.slow]
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "client-behaviour"
 #: fault -> (archive, the invariant it must fail).
@@ -38,20 +37,14 @@ FAULTS = {
 MEMBER = "m0-reference"
 
 
+def recorded_copies(root: Path) -> dict[str, Path]:
+    """The three recorded cells, as recorded (no mutant: each fault is the client's own)."""
+    return {fault: unpack(FIXTURES / archive, root / fault) for fault, (archive, _inv) in FAULTS.items()}
+
+
 @pytest.fixture(scope="module")
-def verdicts(tmp_path_factory) -> dict[str, dict]:
-    root = tmp_path_factory.mktemp("consumer-protocol-faults")
-    dirs = {}
-    for fault, (archive, _inv) in FAULTS.items():
-        with tarfile.open(FIXTURES / archive) as tar:
-            tar.extractall(root / fault, filter="data")
-        (dirs[fault],) = (root / fault).iterdir()
-    out = root / "out"
-    done = subprocess.run([sys.executable, "-m", "conformance", "report", "--out", str(out), *map(str, dirs.values())],
-                          capture_output=True, text=True, timeout=1500)
-    assert done.returncode in (0, 1), done.stderr[-3000:]
-    by_dir = {Path(v["run_dir"]).name: v for v in json.loads((out / "pipeline" / "verdicts.json").read_text())}
-    return {fault: by_dir[d.name] for fault, d in dirs.items()}
+def verdicts(recorded_verdicts) -> dict[str, dict]:
+    return recorded_verdicts
 
 
 @pytest.mark.parametrize("fault", sorted(FAULTS))
