@@ -129,7 +129,7 @@ class CellRun:
                 {"name": s.name, "spec": str(s.spec), "kind": s.spec.kind, "version": s.spec.version,
                  "faults": list(s.spec.faults), "strategies": list(s.config.assignment_strategies),
                  "group_instance_id": s.config.group_instance_id,
-                 "group_protocol": self.start_protocols.get(s.name, s.config.group_protocol),
+                 "group_protocol": self._start_protocol(s.spec),
                  # The client library the member really ran (librdkafka inside confluent-kafka: 2.16.1 has 2.16.0).
                  "library_version": library_version(s.spec.kind, s.spec.version)}
                 for s in self.slots
@@ -186,7 +186,6 @@ class CellRun:
                 extra=extra,
             )
             self.slots.append(Slot(name, spec, cfg))
-            self.start_protocols[name] = cfg.group_protocol
 
     def _start_protocol(self, spec: MemberSpec) -> str:
         """The group protocol ``spec``'s member starts on: its spec's, or classic when the scenario
@@ -200,7 +199,6 @@ class CellRun:
         self.partitions: dict[str, int] = dict(sc.topics)
         self.topic_ids: dict[str, str | None] = {}
         self.slots: list[Slot] = []
-        self.start_protocols: dict[str, str] = {}
         self.protocol_changes: list[dict[str, Any]] = []
         self.phases: list[dict[str, Any]] = []
         self.nemesis: Nemesis | None = None
