@@ -322,15 +322,22 @@ def _build_complete_gens(t: Tables):
             .join(t.partitions, ["run", "topic", "partition"])
             .groupBy("run", "generation").agg(F.count("*").alias("have")))
     gens = a.select("run", "generation").distinct()
-    # The final generation is the last one formed by the scenario's end (not one of teardown); a generation
-    # of the KIP-848 bridge formed after it means the group ended as a consumer group: no leader planned
-    # its final state, and no classic generation is final.
-    planned = gens.unionByName(bridged_generations(t).select("run", "generation"))
-    last = (planned.join(formed_by_end(t), ["run", "generation"]).groupBy("run")
-            .agg(F.max("generation").alias("last_gen")))
-    return (gens.join(need, ["run", "generation"], "left").join(have, ["run", "generation"], "left").join(last, "run")
+    return (gens.join(need, ["run", "generation"], "left").join(have, ["run", "generation"], "left")
+            .join(_last_planned(t), "run")
             .select("run", "generation", (F.coalesce("have", F.lit(0)) >= F.coalesce("needed", F.lit(0))).alias("complete"),
                     (F.col("generation") == F.col("last_gen")).alias("final"), "needed", "have"))
+
+
+def _last_planned(t: Tables):
+    """(run, last_gen): the last generation formed by the scenario's end (not one of teardown) among
+    those with leader assignments and those of the KIP-848 bridge; when it is the bridge's, the group
+    ended as a consumer group: no leader planned its final state, and no classic generation is final."""
+    def build():
+        planned = (assignment_rows(t).select("run", "generation").distinct()
+                   .unionByName(bridged_generations(t).select("run", "generation")))
+        return (planned.join(formed_by_end(t), ["run", "generation"]).groupBy("run")
+                .agg(F.max("generation").alias("last_gen")))
+    return t.shared("last-planned", build)
 
 
 def _ended_as_consumer_group(t: Tables):
@@ -340,9 +347,7 @@ def _ended_as_consumer_group(t: Tables):
     def build():
         classic = assignment_rows(t).select("run", "generation").distinct()
         bridged = bridged_generations(t).select("run", "generation", "consumers")
-        planned = classic.unionByName(bridged.select("run", "generation"))
-        last = (planned.join(formed_by_end(t), ["run", "generation"]).groupBy("run")
-                .agg(F.max("generation").alias("generation")))
+        last = _last_planned(t).withColumnRenamed("last_gen", "generation")
         last_classic = classic.groupBy("run").agg(F.max("generation").alias("last_classic"))
         return (last.join(bridged, ["run", "generation"]).join(classic, ["run", "generation"], "left_anti")
                 .join(last_classic, "run", "left").join(t.cells.where(F.col("complete")).select("run"), "run"))
