@@ -34,7 +34,7 @@ Mapping of the contract onto librdkafka:
   only at revoke and at close.
 - SIGTERM: leave the poll loop, commit per mode, ``close()`` (which revokes
   through the callbacks and sends LeaveGroup unless static), ``stopped``,
-  exit 0. An error callback with a fatal error, or an exception, writes a fatal
+  exit 0. An error callback with a fatal error (:func:`is_fatal`), or an exception, writes a fatal
   ``error`` event and exits 1.
 """
 
@@ -75,6 +75,14 @@ def parse_group_metadata(blob: object) -> tuple[int, str] | None:
         return generation, rest[1].decode("utf-8")
     except UnicodeDecodeError:
         return None
+
+
+def is_fatal(err: KafkaError) -> bool:
+    """True when ``err`` leaves the client unusable. librdkafka raises a fatal error as an error
+    whose code is ``_FATAL`` (the original error is in ``rd_kafka_fatal_error()``), and confluent-kafka's
+    ``fatal()`` flag is not set on it (seen: 2.16.1, a ConsumerGroupHeartbeat refused with
+    GROUP_ID_NOT_FOUND: "_FATAL: Fatal error: Broker: The group id does not exist", fatal() False)."""
+    return bool(err.fatal()) or err.code() == KafkaError._FATAL
 
 
 class Harness:
@@ -144,7 +152,7 @@ class Harness:
         self.history.context["generation"] = generation if generation is not None and generation >= 0 else None
 
     def on_error(self, err: KafkaError) -> None:
-        fatal = bool(err.fatal())
+        fatal = is_fatal(err)
         self.history.record("error", error=f"{err.name()}: {err.str()}", fatal=fatal, code=err.code())
         if fatal:
             self.fatal = f"{err.name()}: {err.str()}"
@@ -212,9 +220,9 @@ class Harness:
             if err is not None:
                 if err.code() == KafkaError._PARTITION_EOF:
                     continue
-                self.history.record("error", error=f"{err.name()}: {err.str()}", fatal=bool(err.fatal()),
+                self.history.record("error", error=f"{err.name()}: {err.str()}", fatal=is_fatal(err),
                                     topic=msg.topic(), partition=msg.partition())
-                if err.fatal():
+                if is_fatal(err):
                     self.fatal = f"{err.name()}: {err.str()}"
                 continue
             batches.setdefault((msg.topic(), msg.partition()), []).append(msg)
