@@ -1,4 +1,4 @@
-"""K1-K4 and the consumer-group rules on the hand-written stories of tests/stories/consumer.py.
+"""K1-K5 and the consumer-group rules on the hand-written stories of tests/stories/consumer.py.
 
 The catalog test (tests/test_pipeline_invariants.py) holds each K story to failing its invariant
 and each rule's story to an allowed finding beside a violating neighbour; these tests say what
@@ -67,3 +67,15 @@ def test_the_bridged_generation_is_allowed_and_nothing_else_is_needed(judged):
 def test_k3_bound_is_the_rebalance_timeout_plus_a_heartbeat(judged):
     (v,) = judged["break-k3"]["invariants"]["K3"]["violations"]
     assert v["evidence"]["bound_ms"] == 30000 + 1000 and v["evidence"]["last_reported"] == []
+
+
+@pytest.mark.parametrize("broker, recorded, policy", [
+    ("4.4.0", "disabled", "disabled"), ("4.4.0", None, "bidirectional"), ("4.0.2", None, "bidirectional"),
+    ("3.9.2", None, "disabled"), ("3.9.2", "upgrade", "upgrade"), ("3.8.1", "bidirectional", "bidirectional"),
+    ("3.7.2", "bidirectional", "disabled"), ("unknown", "disabled", None),
+])
+def test_k5_judges_against_the_brokers_effective_policy(broker, recorded, policy):
+    # 3.7 has no online migration whatever the setting; 3.8-3.9 default to disabled, 4.0+ to
+    # bidirectional; an unknown broker version is not judged.
+    from conformance.pipeline.checks.consumer import migration_policy
+    assert migration_policy(broker, recorded) == policy

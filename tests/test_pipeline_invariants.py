@@ -280,6 +280,7 @@ RULE_STORIES = {
     "R4/fault-window": ("r4-broker-allowed", "R4", "r4"),
     "D3/rebalance": ("d3-rebalance-allowed", "D3", "d3-below-commit"),
     "D3/fault": ("d3-allowed", "D3", "d3"),
+    "V1/migration-refused": ("v1-migration-refused-allowed", "V1", "v1-fatal-after-admitted"),
 }
 
 

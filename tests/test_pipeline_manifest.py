@@ -72,3 +72,14 @@ def test_exit_notes_are_kept_and_a_bad_one_is_a_problem(tmp_path):
     m, problems = read_manifest(tmp_path)
     assert m["exits"] == [{"member": "m2-librdkafka", "ts": 1000.5, "code": -11}]
     assert len(problems) == 1 and problems[0].startswith("manifest field notes[2] must be an exit note"), problems
+
+
+def test_a_migration_policy_is_kept_only_when_the_broker_has_it(tmp_path):
+    # K5 judges joins against the recorded policy: one the broker does not know is a problem, not a policy.
+    _write(tmp_path, {"run_id": "r1", "migration_policy": "disabled"})
+    assert read_manifest(tmp_path) == ({**read_manifest(tmp_path)[0], "migration_policy": "disabled"}, [])
+    _write(tmp_path, {"run_id": "r1", "migration_policy": "sideways"})
+    m, problems = read_manifest(tmp_path)
+    assert m["migration_policy"] is None
+    assert problems == ['manifest field migration_policy must be one of bidirectional, upgrade, downgrade, disabled, '
+                        'got "sideways": ignored']

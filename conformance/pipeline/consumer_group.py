@@ -24,6 +24,9 @@ the wire alone, when that is not the case. Pieces are built once per Tables
   responses) answered inside a consumer period, with the period and the
   consumer members in the group then.
 - :func:`consumer_member_ids`: the member ids that spoke the consumer protocol.
+- :func:`join_answers`: the broker's answers to consumer-protocol joins (a
+  request at epoch 0): admitted (an epoch > 0) or refused (GROUP_ID_NOT_FOUND:
+  the broker would not make the group a consumer group, KIP-848 migration).
 
 Guarantees: everything here is derived from ``heartbeats`` and ``frames``
 (the wire), the session timeout from the manifest's timing; a run without
@@ -38,7 +41,7 @@ from pyspark.sql import functions as F
 
 from conformance.pipeline.checks.common import timing
 from conformance.pipeline.derived import Tables
-from conformance.reference.codes import FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID
+from conformance.reference.codes import FENCED_MEMBER_EPOCH, GROUP_ID_NOT_FOUND, UNKNOWN_MEMBER_ID
 
 #: Request epochs that leave the group (KIP-848: -1 leave, -2 a static member's temporary leave).
 LEAVE_EPOCHS = (-1, -2)
@@ -64,6 +67,21 @@ def consumer_member_ids(t: Tables):
     """(run, member_id, member) of every member id seen in a ConsumerGroupHeartbeat."""
     return t.shared("consumer_member_ids", lambda: t.heartbeats.where(F.col("member_id").isNotNull())
                     .groupBy("run", "member_id").agg(F.first("member").alias("member")))
+
+
+def join_answers(t: Tables):
+    """(run, member, member_id, line, ts, request_line, request_ts, member_epoch, error_code, error_message,
+    admitted, refused): every response to a ConsumerGroupHeartbeat sent at epoch 0 (a join). ``admitted``:
+    no error and an epoch > 0; ``refused``: GROUP_ID_NOT_FOUND, the broker's answer when it will not
+    convert a classic group to a consumer group (KIP-848 online upgrade: the migration policy, an
+    assignment with userData, ...); other errors (coordinator moved, loading) are neither."""
+    def build():
+        return (t.heartbeats.where((F.col("direction") == "response") & (F.col("request_epoch") == 0))
+                .select("run", "member", "member_id", "line", "ts", "request_line", "request_ts", "member_epoch",
+                        "error_code", "error_message",
+                        ((F.coalesce("error_code", F.lit(0)) == 0) & (F.col("member_epoch") > 0)).alias("admitted"),
+                        (F.col("error_code") == GROUP_ID_NOT_FOUND).alias("refused")))
+    return t.shared("join_answers", build)
 
 
 def consumer_spans(t: Tables):

@@ -109,7 +109,7 @@ def stage(run_dirs: list[Path]) -> Staged:
             "complete": m["complete"] is not False,
             "cut_short": (m["cut_short"] or "the manifest says the run did not finish")
             if m["complete"] is False else None,
-            "await_timeouts": m["await_timeouts"], "exits": m["exits"],
+            "await_timeouts": m["await_timeouts"], "exits": m["exits"], "migration_policy": m["migration_policy"],
         })
         for mem in m["members"]:
             st.members.append({"run": run, "member": mem["name"], "spec": mem["spec"], "kind": mem["kind"],

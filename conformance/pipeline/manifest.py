@@ -16,6 +16,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from conformance.cluster.broker import MIGRATION_POLICIES
+
 #: Top-level fields: name -> (accepted Python types, what the message calls them).
 _SCALARS: dict[str, tuple[tuple[type, ...], str]] = {
     "run_id": ((str,), "a string"),
@@ -29,6 +31,7 @@ _SCALARS: dict[str, tuple[tuple[type, ...], str]] = {
     "leader_rotation": ((bool,), "true or false"),
     "complete": ((bool,), "true or false"),
     "cut_short": ((str,), "a string"),
+    "migration_policy": ((str,), "a string"),
 }
 #: Member fields: name -> (accepted types, description); lists are lists of strings.
 _MEMBER_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
@@ -85,6 +88,9 @@ def read_manifest(run_dir: Path) -> tuple[dict[str, Any], list[str]]:
             bad(key, value, expected)
         return ()
 
+    if m["migration_policy"] is not None and m["migration_policy"] not in MIGRATION_POLICIES:
+        bad("migration_policy", m["migration_policy"], f"one of {', '.join(MIGRATION_POLICIES)}")
+        m["migration_policy"] = None
     m["timing"] = {}
     for key, value in entries("timing", dict, "an object"):
         if key in TIMING_FIELDS and _is(value, (int, float)):

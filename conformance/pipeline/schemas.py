@@ -35,6 +35,8 @@ CELLS = _s(
                                     ("phase", StringType()), ("state", StringType())))),
     # Member processes that ended on their own (the runner's exit notes): code < 0 is a signal.
     ("exits", ArrayType(_s(("member", StringType()), ("ts", DoubleType()), ("code", LongType())))),
+    # The broker's group.consumer.migration.policy (KIP-848), null when the manifest does not say.
+    ("migration_policy", StringType()),
 )
 MEMBERS = _s(("run", StringType()), ("member", StringType()), ("spec", StringType()), ("kind", StringType()),
              ("version", StringType()), ("strategies", ArrayType(StringType())), ("group_instance_id", StringType()),
@@ -81,5 +83,6 @@ HEARTBEATS = _s(
     ("direction", StringType()), ("member_id", StringType()), ("group_instance_id", StringType()),
     ("member_epoch", LongType()), ("error_code", IntegerType()), ("owned", TPS), ("subscribed", ArrayType(StringType())),
     ("assigned", TPS), ("request_epoch", LongType()), ("request_line", LongType()), ("request_ts", DoubleType()),
+    ("error_message", StringType()),
 )
 MALFORMED = _s(("run", StringType()), ("file", StringType()), ("line", LongType()), ("problem", StringType()))

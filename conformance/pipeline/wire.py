@@ -31,7 +31,7 @@ Guarantees:
   null where the frame omits them (the protocol's "unchanged"), an empty list
   where it sends none; a response carries its request's epoch, line and time
   (``request_epoch``, ``request_line``, ``request_ts``; null when the capture
-  has no such request).
+  has no such request) and the broker's ``error_message``.
 """
 
 from __future__ import annotations
@@ -194,7 +194,8 @@ def _heartbeat(base: dict, f: dict, pending: Pending[Any], names: dict[str, str]
     row = {**base, "direction": f["direction"], "member_id": f.get("member_id"),
            "group_instance_id": f.get("group_instance_id"), "member_epoch": f.get("member_epoch"),
            "error_code": f.get("error_code"), "owned": None, "subscribed": None, "assigned": None,
-           "request_epoch": None, "request_line": None, "request_ts": None}
+           "request_epoch": None, "request_line": None, "request_ts": None,
+           "error_message": None if f.get("error_message") is None else str(f["error_message"])}
     if f["direction"] == "request":
         row["owned"] = _id_tps(names, f.get("owned"))
         subscribed = f.get("subscribed_topic_names")

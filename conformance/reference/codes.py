@@ -38,6 +38,7 @@ def error_name(code: int) -> str:
 
 # The consumer group protocol (KIP-848).
 UNSUPPORTED_VERSION = 35
+GROUP_ID_NOT_FOUND = 69
 INVALID_REQUEST = 42
 FENCED_MEMBER_EPOCH = 110
 UNRELEASED_INSTANCE_ID = 111

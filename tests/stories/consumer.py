@@ -1,6 +1,6 @@
-"""Stories of a KIP-848 consumer member beside the classic ones (K1-K4, and the classic rules
-L1/consumer-group, L2/consumer-group, L3/consumer-group and D2/member-epoch; checks in
-conformance/pipeline/checks/consumer.py).
+"""Stories of a KIP-848 consumer member beside the classic ones (K1-K5, and the classic rules
+L1/consumer-group, L2/consumer-group, L3/consumer-group, D2/member-epoch and V1/migration-refused;
+checks in conformance/pipeline/checks/consumer.py).
 
 Each story is the healthy cooperative run (:func:`stories.builder.healthy`: java m1 and the
 reference m2, classic, settle by 14 s) with a third member, m3 (java, ``group.protocol=consumer``),
@@ -204,3 +204,67 @@ def d2_member_epoch_allowed(b: CooperativeRun) -> Path:
     m3_joins(b)
     b.commit("m3", 30000, 2, [(T, 0, 100)])
     return m3_leaves(b)
+
+
+def m3_refused(b: CooperativeRun) -> Path:
+    """m3 starts at 20 s and joins at epoch 0; the broker refuses with GROUP_ID_NOT_FOUND at 20.105 s
+    (it will not convert the classic group of m1 and m2); m3, as Java does, reports the error as fatal
+    and exits."""
+    b.manifest["topic_ids"] = {T: TOPIC_ID}
+    b.manifest["members"][2]["version"] = "4.4.0"
+    b.started("m3", 20000)
+    heartbeat(b, 20100, "m3", 0, given=0, owned=[], error=69, join=True)
+    # As recorded (the reference, broker 4.4.0): the member's error and stop are stamped 1 ms before
+    # the tap's stamp of the response it acted on.
+    b.error("m3", 20104.0, "GroupIdNotFoundException: Cannot upgrade classic group g to consumer group because "
+            "online upgrade is disabled.", fatal=True)
+    b.stopped("m3", 20104.1, reason="fatal: GroupIdNotFoundException")
+    return b.teardown()
+
+
+@story(fails=("K5", ["the broker admitted m3's consumer-protocol join", "m1, m2",
+                     "though migration-policy=disabled allows no online upgrade"]), members=MEMBERS)
+def k5(b: CooperativeRun) -> Path:
+    """The broker runs with migration-policy=disabled, yet when m3 joins the live classic group of m1
+    and m2 at 20 s it admits it (epoch 2): it converted the group, which it must refuse."""
+    b.through_steady()
+    b.manifest["migration_policy"] = "disabled"
+    m3_joins(b)
+    for ts in (30000, 40000, 50000):
+        heartbeat(b, ts, "m3", 2)
+    return m3_leaves(b)
+
+
+@story(fails=("K5", ["the broker refused m3's consumer-protocol join",
+                     "to the live classic group (m1, m2) with GROUP_ID_NOT_FOUND", "though migration-policy=bidirectional allows the upgrade and no "
+                     "assignment of generation 3 (leader m1) carries userData"]), members=MEMBERS)
+def k5_refused(b: CooperativeRun) -> Path:
+    """The broker runs with migration-policy=bidirectional and the classic generation 3's assignments
+    carry no userData, yet it refuses m3's join at 20 s with GROUP_ID_NOT_FOUND (m3 stops on it)."""
+    b.through_steady()
+    b.manifest["migration_policy"] = "bidirectional"
+    return m3_refused(b)
+
+
+@story(members=MEMBERS)
+def v1_migration_refused_allowed(b: CooperativeRun) -> Path:
+    """The broker runs with migration-policy=disabled: it refuses m3's join to the live classic group
+    at 20 s with GROUP_ID_NOT_FOUND, and m3 stops on the fatal error: allowed by V1/migration-refused
+    (K5 holds: the refusal was due)."""
+    b.through_steady()
+    b.manifest["migration_policy"] = "disabled"
+    return m3_refused(b)
+
+
+@story(fails=("V1", ["m3 reported a fatal error"]), members=MEMBERS)
+def v1_fatal_after_admitted(b: CooperativeRun) -> Path:
+    """As v1-migration-refused-allowed, but the broker (migration-policy=bidirectional) admitted m3 at
+    20 s (epoch 2); at 30 s m3's heartbeat gets GROUP_ID_NOT_FOUND and m3 stops on it as fatal: a
+    member that was in the group crashed, which no rule excuses."""
+    b.through_steady()
+    b.manifest["migration_policy"] = "bidirectional"
+    m3_joins(b)
+    heartbeat(b, 30000, "m3", 2, given=2, error=69)
+    b.error("m3", 30100, "GroupIdNotFoundException: Group g is not a consumer group.", fatal=True)
+    b.stopped("m3", 30110, reason="fatal: GroupIdNotFoundException")
+    return b.teardown()

@@ -1,4 +1,4 @@
-"""Invariants of the KIP-848 consumer group protocol, K1-K4, judged from the wire.
+"""Invariants of the KIP-848 consumer group protocol, K1-K5, judged from the wire.
 
 Family K (for KIP-848): what a consumer group adds to the classic invariants.
 Its members heartbeat with ConsumerGroupHeartbeat (``heartbeats`` table:
@@ -38,6 +38,24 @@ group and the L1/D2 rules that say so.
   the commit was sent). On brokers from 4.3 (KIP-1251) a commit from an
   earlier epoch is valid for a partition the member was assigned at that epoch
   or before and still holds; only the other partitions are findings.
+- K5: online migration follows the broker's policy. A consumer-protocol join
+  (a heartbeat at epoch 0) that meets a live classic group (outside every
+  consumer period, with a classic member answered without error within a
+  session timeout less a heartbeat before it, and no LeaveGroup from it since)
+  asks the broker to convert the group (KIP-848 online upgrade). The policy is
+  the manifest's ``migration_policy`` (the broker's
+  ``group.consumer.migration.policy``; absent: the broker's default, disabled
+  in 3.8-3.9 and bidirectional from 4.0); a broker before 3.8 has no online
+  migration, as if disabled. When the policy does not allow the upgrade
+  (disabled, downgrade) the broker must refuse the join with
+  GROUP_ID_NOT_FOUND, so an admitted join is a finding. When it allows it
+  (bidirectional, upgrade), a refusal is a finding unless the group's current
+  assignments (the last leader's SyncGroup before the join) carry userData on
+  a broker from 4.0 (KAFKA-18134: "an unsupported custom assignor is in use"),
+  and such a group admitted is a finding too. Joins that get other errors
+  (coordinator moved, loading) are not judged; what a refused member does
+  next is V1's (rule ``V1/migration-refused``). Downgrades are not judged
+  here: a group that converts back shows in K2 and the classic checks.
 """
 
 from __future__ import annotations
@@ -49,12 +67,22 @@ from pyspark.sql import functions as F
 
 from conformance.pipeline.checks.common import fmt_tps, timing, violation
 from conformance.pipeline.consumer_group import (consumer_member_ids, consumer_periods, consumer_spans,
-                                                 heartbeat_stints)
+                                                 heartbeat_stints, in_consumer_period, join_answers)
 from conformance.pipeline.derived import Tables
 
 #: The first broker version that accepts a commit from an epoch between the partition's assignment
 #: epoch and the member epoch (KIP-1251).
 ASSIGNMENT_EPOCH_COMMITS_FROM = (4, 3)
+#: The first broker version with online migration between the protocols (``group.consumer.migration.policy``).
+ONLINE_MIGRATION_FROM = (3, 8)
+#: The first broker version whose migration policy defaults to bidirectional (3.8-3.9: disabled).
+BIDIRECTIONAL_DEFAULT_FROM = (4, 0)
+#: The first broker version that will not upgrade a group whose assignments carry userData (KAFKA-18134).
+USERDATA_REFUSED_FROM = (4, 0)
+#: Migration policies that allow a classic group's online upgrade.
+UPGRADE_POLICIES = ("bidirectional", "upgrade")
+#: The classic group APIs whose answer without error shows a member in the classic group.
+CLASSIC_APIS = ("JoinGroup", "SyncGroup", "Heartbeat")
 
 
 def _version(text: str | None) -> tuple[int, ...]:
@@ -62,6 +90,17 @@ def _version(text: str | None) -> tuple[int, ...]:
         return tuple(int(x) for x in str(text).split("-")[0].split(".")[:2])
     except ValueError:
         return ()
+
+
+def migration_policy(broker_version: str | None, recorded: str | None) -> str | None:
+    """The broker's effective migration policy (K5): the recorded one, else the broker's default;
+    ``disabled`` before online migration existed; None when the broker version is unknown."""
+    version = _version(broker_version)
+    if not version:
+        return None
+    if version < ONLINE_MIGRATION_FROM:
+        return "disabled"
+    return recorded or ("bidirectional" if version >= BIDIRECTIONAL_DEFAULT_FROM else "disabled")
 
 
 def _epoch_segments(t: Tables):
@@ -235,6 +274,76 @@ def check_k4(t: Tables) -> list[dict]:
             f"member's epoch was {cur} (a stale-epoch commit must be refused: STALE_MEMBER_EPOCH)",
             members=[member], generation=epoch, partitions=[list(p) for p in parts], ts=ts,
             evidence={"wire_line": line, "member_id": member_id, "commit_epoch": epoch, "member_epoch": cur}))
+    return out
+
+
+def _classic_members_at(t: Tables, joins):
+    """(run, line, classic): per join (``line`` of its response), the classic members live at its
+    request (K5: an answer without error within a session timeout less a heartbeat, no LeaveGroup since)."""
+    tm = timing(t.cells).select("run", (F.col("session_ms") - F.col("heartbeat_ms")).alias("live_ms"))
+    ok = (t.frames.where(F.col("api").isin(*CLASSIC_APIS) & (F.col("direction") == "response")
+                         & (F.coalesce("error_code", F.lit(0)) == 0))
+          .select("run", F.col("member").alias("classic"), F.col("ts").alias("ok_ts")))
+    leaves = (t.frames.where((F.col("api") == "LeaveGroup") & (F.col("direction") == "request"))
+              .select("run", F.col("member").alias("classic"), F.col("ts").alias("leave_ts")))
+    last_ok = (joins.select("run", "line", "request_ts").join(tm, "run").join(ok, "run")
+               .where((F.col("ok_ts") <= F.col("request_ts")) & (F.col("ok_ts") >= F.col("request_ts") - F.col("live_ms")))
+               .groupBy("run", "line", "request_ts", "classic").agg(F.max("ok_ts").alias("ok_ts")))
+    gone = (last_ok.join(leaves, ["run", "classic"])
+            .where((F.col("leave_ts") >= F.col("ok_ts")) & (F.col("leave_ts") <= F.col("request_ts")))
+            .select("run", "line", "classic").distinct())
+    return (last_ok.join(gone, ["run", "line", "classic"], "left_anti")
+            .groupBy("run", "line").agg(F.array_sort(F.collect_set("classic")).alias("classic")))
+
+
+def _userdata_at(t: Tables, joins):
+    """(run, line, sync_line, generation, leader, with_userdata): per join, the last leader's SyncGroup
+    before its request, and the member ids whose assignment there carries userData."""
+    sent = t.assignments.where(F.col("source") == "leader").select(
+        "run", F.col("line").alias("sync_line"), F.col("ts").alias("sync_ts"), F.col("member").alias("leader"),
+        "generation", "subject_member_id", "userdata_hex")
+    last = (joins.select("run", "line", "request_ts").join(sent, "run").where(F.col("sync_ts") < F.col("request_ts"))
+            .groupBy("run", "line").agg(F.max("sync_line").alias("sync_line")))
+    return (last.join(sent, ["run", "sync_line"])
+            .groupBy("run", "line", "sync_line", "generation", "leader")
+            .agg(F.array_sort(F.collect_list(F.when(F.length(F.coalesce("userdata_hex", F.lit(""))) > 0,
+                                                    F.col("subject_member_id")))).alias("with_userdata")))
+
+
+def check_k5(t: Tables) -> list[dict]:
+    joins = in_consumer_period(t, join_answers(t).where(F.col("request_ts").isNotNull()), "request_ts")
+    joins = joins.where(F.col("period").isNull() & (F.col("admitted") | F.col("refused")))
+    rows = (joins.join(_classic_members_at(t, joins), ["run", "line"])
+            .join(_userdata_at(t, joins), ["run", "line"], "left")
+            .join(t.cells.select("run", "broker_version", F.col("migration_policy").alias("recorded")), "run"))
+    out = []
+    for r in t.collect(rows):
+        policy = migration_policy(r["broker_version"], r["recorded"])
+        if policy is None:
+            continue
+        classic = ", ".join(r["classic"])
+        userdata = list(r["with_userdata"] or []) if _version(r["broker_version"]) >= USERDATA_REFUSED_FROM else []
+        evidence = {"wire_line": r["line"], "request_line": r["request_line"], "member_id": r["member_id"],
+                    "migration_policy": policy, "recorded_policy": r["recorded"], "classic_members": list(r["classic"]),
+                    "error_code": r["error_code"], "error_message": r["error_message"],
+                    "last_sync_line": r["sync_line"], "assignments_with_userdata": userdata}
+        joined = f"{r['member']}'s consumer-protocol join (wire line {r['request_line']})"
+        if policy not in UPGRADE_POLICIES and r["admitted"]:
+            message = (f"the broker admitted {joined} at epoch {r['member_epoch']}, converting the live classic group "
+                       f"({classic}) to a consumer group, though migration-policy={policy} allows no online upgrade "
+                       "(it must refuse with GROUP_ID_NOT_FOUND)")
+        elif policy in UPGRADE_POLICIES and r["refused"] and not userdata:
+            message = (f"the broker refused {joined} to the live classic group ({classic}) with GROUP_ID_NOT_FOUND "
+                       f"({r['error_message'] or 'no message'}), though migration-policy={policy} allows the upgrade "
+                       + (f"and no assignment of generation {r['generation']} (leader {r['leader']}) carries userData"
+                          if r["sync_line"] is not None else "and no leader's assignment was seen"))
+        elif policy in UPGRADE_POLICIES and r["admitted"] and userdata:
+            message = (f"the broker admitted {joined}, converting the classic group ({classic}) to a consumer group, "
+                       f"though {len(userdata)} assignment(s) of generation {r['generation']} (leader {r['leader']}) "
+                       "carry userData (it must refuse: an unsupported custom assignor is in use, KAFKA-18134)")
+        else:
+            continue
+        out.append(violation("K5", r["run"], message, members=[r["member"]], ts=r["ts"], evidence=evidence))
     return out
 
 

@@ -24,7 +24,10 @@ Allowed anomalies, each with its reason:
   by the nemesis is not a crash; a member still running at the end of an
   interrupted run is not a hang. An ``await`` of the scenario that timed out
   (manifest notes) is a violation carrying the state the runner saw, in a
-  run that reached its end.
+  run that reached its end. A member that stops on a fatal error after the
+  broker refused its consumer-protocol join (GROUP_ID_NOT_FOUND) and never
+  admitted that incarnation is an allowed finding (rule
+  ``V1/migration-refused``); K5 judges whether the refusal was due.
 - Runs cut short (a suite error or Ctrl-C ended them before their scenario
   did; manifest ``complete`` false): D1 is not judged, since it promises
   delivery by the end of the scenario, which such a run never reached; V1
@@ -40,7 +43,7 @@ from pyspark.sql import functions as F
 
 from conformance.cluster.supervisor import describe_exit
 from conformance.pipeline.checks.common import fault_windows, fmt_tps, timing, violation
-from conformance.pipeline.consumer_group import consumer_member_ids, in_consumer_period
+from conformance.pipeline.consumer_group import consumer_member_ids, in_consumer_period, join_answers
 from conformance.pipeline.derived import Tables
 from conformance.pipeline.ingest import broadcast
 
@@ -323,6 +326,19 @@ def check_v1(t: Tables) -> list[dict]:
                                        & (F.col("c.member") == F.col("x.member"))
                                        & (F.col("x.x_ts") >= F.col("c.last_ts")), "left")
                .groupBy(*[F.col(f"c.{c}") for c in crashed.columns]).agg(F.min_by("x.code", "x.x_ts").alias("exit_code")))
+    # V1/migration-refused: the incarnation's consumer-protocol join was refused and it was never admitted.
+    answers = join_answers(t).select("run", "member", F.col("ts").alias("a_ts"), F.col("line").alias("a_line"),
+                                     "admitted", "refused", "error_message")
+    # An answer belongs to the incarnation from its start to the next one's: the tap stamps a frame after the
+    # member may have read it (seen: the reference's fatal error and stop 1 ms before the tap's response).
+    refusals = (crashed.select("run", "member", "file", "incarnation", "start_ts", "next_start_ts")
+                .join(answers, ["run", "member"])
+                .where((F.col("a_ts") >= F.col("start_ts"))
+                       & (F.col("next_start_ts").isNull() | (F.col("a_ts") < F.col("next_start_ts"))))
+                .groupBy("run", "file", "incarnation")
+                .agg(F.min_by(F.when(F.col("refused"), F.struct("a_line", "error_message")), "a_ts").alias("refusal"),
+                     F.max(F.col("admitted").cast("int")).alias("was_admitted")))
+    crashed = crashed.join(refusals, ["run", "file", "incarnation"], "left")
     timed_out = (t.cells.where(F.col("complete")).select("run", F.explode("await_timeouts").alias("a"))
                  .select("run", "a.*"))
     # Implicated: the members the runner's observed state names (e.g. "owned twice: ... [m0, m1]").
@@ -359,10 +375,16 @@ def check_v1(t: Tables) -> list[dict]:
     for r in crashed:
         what = "reported a fatal error" if r["had_fatal"] else (
             "crashed (restarted without stopping)" if r["next_start_ts"] is not None else "never stopped (crashed or hung)")
+        refused = r["refusal"] is not None and not r["was_admitted"]
+        evidence = {"incarnation": r["incarnation"], "error": r["last_error"], "end": r["end_kind"],
+                    "exit_code": r["exit_code"]}
+        if refused:
+            evidence.update(refused_wire_line=r["refusal"]["a_line"], refusal=r["refusal"]["error_message"])
         out.append(violation("V1", r["run"], f"{r['member']} {what}"
                              + (f"; its process {describe_exit(r['exit_code'])}" if r["exit_code"] is not None else "")
-                             + (f": {r['last_error']}" if r["last_error"] else ""),
-                             members=[r["member"]], culprit=r["member"], ts=r["last_ts"],
-                             evidence={"incarnation": r["incarnation"], "error": r["last_error"], "end": r["end_kind"],
-                                       "exit_code": r["exit_code"]}))
+                             + (f": {r['last_error']}" if r["last_error"] else "")
+                             + (f" (the broker refused its consumer-protocol join at wire line {r['refusal']['a_line']} "
+                                "with GROUP_ID_NOT_FOUND and never admitted it)" if refused else ""),
+                             members=[r["member"]], culprit=r["member"], ts=r["last_ts"], evidence=evidence,
+                             allowed_by="V1/migration-refused" if refused else None))
     return out

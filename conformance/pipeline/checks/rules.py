@@ -117,6 +117,14 @@ _RULES: tuple[Rule, ...] = (
          "a re-read while a fault window of the re-reader, the first reader or the broker is open",
          "A member cut off or paused keeps fetching until it learns it was fenced; its last fetches overlap "
          "the new owner's reads (at-least-once delivery under faults)."),
+    Rule("V1/migration-refused", "V1",
+         "a member incarnation that stops on a fatal error (or exits) after the broker answered its "
+         "consumer-protocol join (a ConsumerGroupHeartbeat at epoch 0) with GROUP_ID_NOT_FOUND, when no heartbeat "
+         "of that incarnation was ever admitted (an epoch > 0)",
+         "KIP-848: the broker refuses to convert a live classic group to a consumer group (migration policy, "
+         "assignments with userData: KAFKA-18134) with GROUP_ID_NOT_FOUND, and Java 4.x, librdkafka 2.12+ and the "
+         "reference treat that error as fatal (seen: all three on broker 4.4.0 with migration-policy=disabled). "
+         "K5 judges whether the refusal was due; a member that crashes after it was admitted is still a V1 violation."),
     Rule("P1/fault-window", "P1",
          "a stall longer than the bound of which no stretch outside the fault windows of the owner or the broker "
          "(the fault's invocation to its heal plus a session timeout and a heartbeat) is longer than the bound",
