@@ -8,8 +8,13 @@ changes, and the wire must show the group converted online: after the first cons
 heartbeat the classic members' JoinGroup responses name no leader and list no members (the broker
 assigns for them), and each moved member gets partitions through ConsumerGroupHeartbeat.
 
-The nightly tier runs the four KIP-848 scenarios with the issue's group (#27), each to a verdict,
-with the facts each scenario exists for.
+The nightly tier runs the six KIP-848 scenarios with the issue's group (#27), each to a verdict,
+with the facts each scenario exists for: the four of migration and mixed groups, and the two of a
+refused upgrade (``refused-migration``: the policy disabled; ``custom-assignor-upgrade``: Sarama's
+sticky assignments carry userData), where the broker refuses each consumer-protocol join with
+GROUP_ID_NOT_FOUND, the group stays classic and the cell passes with each refused member's fatal
+stop allowed by V1/migration-refused. (Recorded runs of both are judged in CI:
+tests/test_consumer_protocol_recorded.py.)
 """
 
 from __future__ import annotations
@@ -107,3 +112,31 @@ def test_nightly_downgrade_to_classic_converts_back(tmp_path: Path) -> None:
 @pytest.mark.parametrize("scenario", ["mixed-steady", "static-cross-protocol"])
 def test_nightly_kip848_scenario_runs_to_a_verdict(tmp_path: Path, scenario: str) -> None:
     _run(tmp_path, scenario, NIGHTLY_MIX)
+
+
+def _refused(verdict: dict[str, Any], run_dir: Path, moved: list[str], reason: str) -> None:
+    """Every consumer-protocol join was refused with GROUP_ID_NOT_FOUND naming ``reason``, none admitted,
+    and the cell passed with each moved member's stop allowed (V1/migration-refused), K5 holding."""
+    answers = [r for r in _lines(run_dir / "wire.jsonl") if r["api"] == "ConsumerGroupHeartbeat"
+               and r["direction"] == "response"]
+    assert {r["member"] for r in answers} == set(moved), answers
+    assert all(r.get("error_code") == 69 and reason in (r.get("error_message") or "") for r in answers), answers
+    assert verdict["verdict"] == "pass" and verdict["invariants"]["K5"]["status"] == "pass", verdict["run"]
+    allowed = verdict["invariants"]["V1"]["allowed"]
+    assert sorted(f["culprit"] for f in allowed) == sorted(moved), allowed
+    assert {f["allowed_by"] for f in allowed} == {"V1/migration-refused"}, allowed
+
+
+@pytest.mark.nightly
+@pytest.mark.timeout(1500)
+def test_nightly_refused_migration_keeps_the_group_classic(tmp_path: Path) -> None:
+    verdict, run_dir = _run(tmp_path, "refused-migration", NIGHTLY_MIX)
+    _refused(verdict, run_dir, MOVED, "online upgrade is disabled")
+
+
+@pytest.mark.nightly
+@pytest.mark.timeout(1500)
+def test_nightly_custom_assignor_upgrade_is_refused_under_sarama(tmp_path: Path) -> None:
+    # Sarama leads alone once the reference leaves for its bounce: its sticky assignment carries userData.
+    verdict, run_dir = _run(tmp_path, "custom-assignor-upgrade", "sarama,reference+consumer")
+    _refused(verdict, run_dir, ["m1-reference"], "an unsupported custom assignor is in use")

@@ -41,6 +41,15 @@ def test_the_four_kip848_scenarios_parse_with_their_protocol_settings() -> None:
     assert {"restart", "pause", "cut", "toxic"} <= {a.verb for p in steady.phases for a in p.actions}
 
 
+def test_the_refused_upgrade_scenarios_start_classic_under_their_policies() -> None:
+    refused, custom = get_scenario("refused-migration"), get_scenario("custom-assignor-upgrade")
+    assert (refused.start_protocol, refused.migration_policy) == ("classic", "disabled")
+    assert (custom.start_protocol, custom.migration_policy) == ("classic", "bidirectional")
+    assert custom.start_strategies == ("sticky",)
+    for sc in (refused, custom):
+        assert [a.args["to"] for p in sc.phases for a in p.actions if a.verb == "bounce-protocol"] == ["consumer"]
+
+
 def test_a_scenario_without_the_headers_runs_bidirectional_on_the_specs_protocols() -> None:
     sc = parse_scenario(HEAD + START)
     assert (sc.migration_policy, sc.start_protocol) == ("bidirectional", "spec")
