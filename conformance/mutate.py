@@ -34,6 +34,7 @@ from conformance import config, wirelog
 from conformance.faults import WINDOW_LINES
 from conformance.protocol import (Assignment, DecodeError, Subscription, TopicPartitions, decode_assignment,
                                   decode_subscription, encode_assignment, encode_subscription)
+from conformance.reference.codes import GROUP_ID_NOT_FOUND
 
 TP = tuple[str, int]
 
@@ -1134,6 +1135,116 @@ def stale_epoch_commit(run: RunEdit) -> tuple[str | None, str]:
     raise NotApplicable("no accepted commit of a partition first assigned at the member's current epoch")
 
 
+def _joins(run: RunEdit, answered: Callable[[dict], bool]) -> list[tuple[int, int]]:
+    """(request index, response index) of the consumer-protocol joins (a ConsumerGroupHeartbeat at
+    epoch 0) whose response ``answered`` says yes to, sent after a classic group formed (a JoinGroup
+    answered without error before the request), in time order."""
+    first_classic = min((f["ts"] for f in run.wire if f.get("api") == "JoinGroup" and f.get("direction") == "response"
+                         and (f.get("error_code") or 0) == 0), default=None)
+    out = []
+    for i, f in enumerate(run.wire):
+        if f.get("api") == "ConsumerGroupHeartbeat" and f.get("direction") == "request" and f.get("member_epoch") == 0 \
+                and first_classic is not None and f["ts"] > first_classic:
+            j = run.response_of(i)
+            if j is not None and answered(run.wire[j]):
+                out.append((i, j))
+    return out
+
+
+def upgrade_despite_policy(run: RunEdit) -> tuple[str | None, str]:
+    """K5. The broker upgrades a classic group its policy keeps classic: on a run whose group
+    converted online when a consumer member joined, the manifest's migration policy becomes
+    ``disabled`` (the broker played its part as if the policy allowed it)."""
+    joins = _joins(run, _admitted)
+    if not joins:
+        raise NotApplicable("no consumer-protocol join admitted after a classic group formed")
+    was = run.manifest.get("migration_policy")
+    run.manifest["migration_policy"] = "disabled"
+    i, j = joins[0]
+    return None, (f"migration_policy {was!r} -> 'disabled'; the broker still admits {run.wire[i]['member']}'s join "
+                  f"(wire line {i + 1}) at epoch {run.wire[j]['member_epoch']}")
+
+
+def refusal_despite_policy(run: RunEdit) -> tuple[str | None, str]:
+    """K5. The broker refuses an upgrade its policy allows: on a run whose consumer members were
+    refused (GROUP_ID_NOT_FOUND) under ``migration-policy=disabled``, the manifest's policy becomes
+    ``bidirectional`` (the recorded group's assignments carry no userData)."""
+    joins = _joins(run, lambda f: f.get("error_code") == GROUP_ID_NOT_FOUND)
+    if not joins:
+        raise NotApplicable("no consumer-protocol join refused with GROUP_ID_NOT_FOUND after a classic group formed")
+    was = run.manifest.get("migration_policy")
+    run.manifest["migration_policy"] = "bidirectional"
+    return None, (f"migration_policy {was!r} -> 'bidirectional'; the broker still refuses "
+                  + ", ".join(f"{run.wire[i]['member']} (wire line {i + 1})" for i, _ in joins))
+
+
+def upgrade_despite_userdata(run: RunEdit) -> tuple[str | None, str]:
+    """K5 (KAFKA-18134). The broker upgrades a classic group whose assignments carry userData: on a
+    run whose group converted online, the last classic leader's SyncGroup before the first admitted
+    join gives every member 4 bytes of userData (request and each member's response of that
+    generation), as an assignor that writes userData into assignments would."""
+    joins = _joins(run, _admitted)
+    if not joins:
+        raise NotApplicable("no consumer-protocol join admitted after a classic group formed")
+    i, _ = joins[0]
+    syncs = [k for k, f in enumerate(run.wire[:i]) if f.get("api") == "SyncGroup" and f.get("direction") == "request"
+             and f.get("assignments")]
+    if not syncs:
+        raise NotApplicable("no leader's SyncGroup assignments before the first admitted join")
+    k = syncs[-1]
+    sync, gen = run.wire[k], run.wire[k].get("generation")
+    _set_userdata(run, k, i, b"\x00\x01\x02\x03")
+    return None, (f"{sync['member']}'s SyncGroup of generation {gen} (wire line {k + 1}) gives {len(sync['assignments'])} "
+                  f"member(s) userData; the broker still admits {run.wire[i]['member']}'s join (wire line {i + 1})")
+
+
+def refusal_without_userdata(run: RunEdit) -> tuple[str | None, str]:
+    """K5 (KAFKA-18134). The broker refuses an upgrade it must allow: on a run whose upgrade was
+    refused because the classic group's assignments carry userData (policy bidirectional), the
+    last leader's SyncGroup before the refused join, and each member's response of that
+    generation, lose their userData."""
+    joins = _joins(run, lambda f: f.get("error_code") == GROUP_ID_NOT_FOUND)
+    if not joins:
+        raise NotApplicable("no consumer-protocol join refused with GROUP_ID_NOT_FOUND after a classic group formed")
+    i, _ = joins[0]
+    syncs = [k for k, f in enumerate(run.wire[:i]) if f.get("api") == "SyncGroup" and f.get("direction") == "request"
+             and f.get("assignments")]
+    if not syncs:
+        raise NotApplicable("no leader's SyncGroup assignments before the first refused join")
+    k = syncs[-1]
+    sync, gen = run.wire[k], run.wire[k].get("generation")
+    stripped = _set_userdata(run, k, i, None)
+    if not stripped:
+        raise NotApplicable(f"the assignments of generation {gen} (wire line {k + 1}) carry no userData to remove")
+    return None, (f"{sync['member']}'s SyncGroup of generation {gen} (wire line {k + 1}) and its responses lose the "
+                  f"userData of {stripped} assignment(s); the broker still refuses {run.wire[i]['member']}'s join "
+                  f"(wire line {i + 1})")
+
+
+def _set_userdata(run: RunEdit, sync: int, until: int, user_data: bytes | None) -> int:
+    """Re-encode with ``user_data`` every assignment of the SyncGroup request ``sync`` and of the
+    SyncGroup responses of its generation before frame ``until``; the number of assignments whose
+    userData changed."""
+    gen = run.wire[sync].get("generation")
+    changed = 0
+
+    def recode(hex_text: str) -> str:
+        nonlocal changed
+        d = decode_assignment(bytes.fromhex(hex_text))
+        if (d.user_data or None) != user_data:
+            changed += 1
+        return encode_assignment(Assignment(d.version, d.assigned_partitions, user_data, d.trailing)).hex()
+
+    for a in run.wire[sync]["assignments"]:
+        a["assignment"] = recode(a["assignment"])
+    count = changed
+    for f in run.wire[sync:until]:
+        if f.get("api") == "SyncGroup" and f.get("direction") == "response" and f.get("generation") == gen \
+                and f.get("assignment"):
+            f["assignment"] = recode(f["assignment"])
+    return count
+
+
 @dataclass(frozen=True)
 class Mutation:
     """One anomaly class: its name, the invariant that must fail, and the edit (see the module docstring)."""
@@ -1179,6 +1290,17 @@ CONSUMER_PROTOCOL_MUTATIONS: tuple[Mutation, ...] = (
     Mutation("bridged-assignor", "K2", bridged_assignor),
     Mutation("unacknowledged-assignment", "K3", unacknowledged_assignment),
     Mutation("stale-epoch-commit", "K4", stale_epoch_commit),
+)
+
+#: The mutations of a KIP-848 online migration (K5): the first two need a group that converted
+#: online (the classic-first recorded run), the third a run whose upgrade the policy refused (the
+#: recorded refused-migration run), the last one a run whose upgrade userData refused (the recorded
+#: custom-assignor-upgrade run); tests/test_consumer_protocol_recorded.py applies each to its run.
+MIGRATION_MUTATIONS: tuple[Mutation, ...] = (
+    Mutation("upgrade-despite-policy", "K5", upgrade_despite_policy),
+    Mutation("upgrade-despite-userdata", "K5", upgrade_despite_userdata),
+    Mutation("refusal-despite-policy", "K5", refusal_despite_policy),
+    Mutation("refusal-without-userdata", "K5", refusal_without_userdata),
 )
 
 

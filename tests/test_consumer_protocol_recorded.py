@@ -8,7 +8,7 @@ assignments; their generations are member epochs) and m0's OffsetCommit v10 name
 id. Before the judge knew consumer groups it failed this cell twice over: L1 (no leader synced)
 and D2 (epoch 2 "after generation 5 had formed"), and findings named <topic-id-hex>-0. Now the
 cell passes: the bridged generations are L1/consumer-group findings, the epoch-ordered commits
-D2/member-epoch findings, and K1-K4 and R2 hold.
+D2/member-epoch findings, and K1-K5 and R2 hold.
 
 ``...-rolling-restart-classic-first``: the same mix with the classic members first (java and
 sarama lead classic generations 1-2), so the group starts classic and converts when m2-java
@@ -16,9 +16,25 @@ sarama lead classic generations 1-2), so the group starts classic and converts w
 sends no SyncGroup assignments fails L1, a commit from the generation before the current one that
 the broker accepts fails D2.
 
-Mutants of the recorded runs (:data:`conformance.mutate.CONSUMER_PROTOCOL_MUTATIONS`, real frames
-and timing, one edit each) must each fail the invariant they name. All copies are judged by the
-session's one real ``conformance report`` (tests/recorded.py).
+``reference-java-librdkafka-4.4.0-refused-migration``: the ``refused-migration`` scenario (broker
+4.4.0, ``migration-policy=disabled``) with the issue's group: the classic group of six members
+started, then m1-reference, m2-java and m3-librdkafka were bounced to the consumer protocol one
+at a time. The broker refused each one's join with GROUP_ID_NOT_FOUND ("Cannot upgrade classic
+group ... because online upgrade is disabled") and the group stayed classic; each of the three
+stopped on it as a fatal error (librdkafka 2.16.1 raises it as ``_FATAL``), and the three classic
+members took their partitions. K5 holds; each fatal stop is a V1/migration-refused finding.
+
+``sarama-1.61.1-reference-4.4.0-custom-assignor-upgrade``: the ``custom-assignor-upgrade`` scenario
+(broker 4.4.0, ``migration-policy=bidirectional``, every member on the sticky assignor) with
+m0-sarama and m1-reference. Once m1 left for its bounce, Sarama led alone and its sticky
+assignment carried userData; the broker refused m1's consumer-protocol join with GROUP_ID_NOT_FOUND
+("an unsupported custom assignor is in use", KAFKA-18134) and m1 stopped on it. K5 holds: the
+policy allows the upgrade, the userData forbids it.
+
+Mutants of the recorded runs (:data:`conformance.mutate.CONSUMER_PROTOCOL_MUTATIONS` on the mixed
+run, :data:`conformance.mutate.MIGRATION_MUTATIONS` on the classic-first and the refused runs;
+real frames and timing, one edit each) must each fail the invariant they name. All copies are
+judged by the session's one real ``conformance report`` (tests/recorded.py).
 """
 
 from __future__ import annotations
@@ -27,7 +43,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.mutate import CONSUMER_PROTOCOL_MUTATIONS, RunEdit, mutate
+from conformance.mutate import CONSUMER_PROTOCOL_MUTATIONS, MIGRATION_MUTATIONS, RunEdit, mutate
 from recorded import TEST_TIMEOUT, copy_run, unpack
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(TEST_TIMEOUT)]
@@ -35,6 +51,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(TEST_TIMEOUT)]
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "client-behaviour"
 MIXED = FIXTURES / "java-4.4.0-librdkafka-2.16.1-consumer-rolling-restart.tar.xz"
 CLASSIC_FIRST = FIXTURES / "java-4.4.0-librdkafka-2.16.1-consumer-rolling-restart-classic-first.tar.xz"
+REFUSED = FIXTURES / "reference-java-librdkafka-4.4.0-refused-migration.tar.xz"
+CUSTOM_ASSIGNOR = FIXTURES / "sarama-1.61.1-reference-4.4.0-custom-assignor-upgrade.tar.xz"
+#: The recorded run each migration mutation edits (by copy name).
+MIGRATION_BASE = {"upgrade-despite-policy": "classic-first", "upgrade-despite-userdata": "classic-first",
+                  "refusal-despite-policy": "refused", "refusal-without-userdata": "custom-assignor"}
 
 
 def _classic_leaders(run: RunEdit) -> list[tuple[int, dict, int]]:
@@ -82,10 +103,13 @@ def recorded_copies(root: Path) -> dict[str, Path]:
     """The two recorded runs and their mutants (the module docstring tells each story)."""
     mixed = unpack(MIXED, root / "mixed")
     classic_first = unpack(CLASSIC_FIRST, root / "classic-first")
+    refused = unpack(REFUSED, root / "refused")
+    custom = unpack(CUSTOM_ASSIGNOR, root / "custom-assignor")
     runs = root / "runs"
-    dirs = {"mixed": copy_run(mixed, runs / "mixed"), "classic-first": copy_run(classic_first, runs / "classic-first")}
-    for m in CONSUMER_PROTOCOL_MUTATIONS:
-        made = mutate(mixed, m, runs / m.name)
+    originals = {"mixed": mixed, "classic-first": classic_first, "refused": refused, "custom-assignor": custom}
+    dirs = {name: copy_run(run, runs / name) for name, run in originals.items()}
+    for m in CONSUMER_PROTOCOL_MUTATIONS + MIGRATION_MUTATIONS:
+        made = mutate(originals[MIGRATION_BASE.get(m.name, "mixed")], m, runs / m.name)
         dirs[m.name] = made.path
         DETAILS[m.name] = (m.invariant, made.culprit, made.detail)
     for name, (inv, edit) in CLASSIC_MUTANTS.items():
@@ -116,7 +140,7 @@ def test_a_recorded_mixed_group_passes_with_its_consumer_group_periods_reported(
     assert v["allowed"].get("L1/consumer-group", 0) > 0, v["allowed"]
     assert set(v["allowed"]) <= {"L1/consumer-group", "D2/member-epoch", "L2/consumer-group", "L3/consumer-group"}, \
         v["allowed"]
-    for inv in ("K1", "K2", "K3", "K4", "R2"):
+    for inv in ("K1", "K2", "K3", "K4", "K5", "R2"):
         assert v["invariants"][inv]["status"] == "pass"
     # Topic ids are named: no finding names a partition by its id.
     for inv in v["invariants"].values():
@@ -124,7 +148,27 @@ def test_a_recorded_mixed_group_passes_with_its_consumer_group_periods_reported(
             assert all(p[0] == "orders" for p in f["partitions"]), f
 
 
-@pytest.mark.parametrize("name", [m.name for m in CONSUMER_PROTOCOL_MUTATIONS] + sorted(CLASSIC_MUTANTS))
+def test_a_refused_upgrade_keeps_the_group_classic_and_each_refused_member_stop_is_allowed(judged):
+    v = judged["verdicts"]["refused"]
+    assert v["verdict"] == "pass" and v["malformed"] == [], (_failing(v), v["malformed"][:3])
+    assert v["invariants"]["K5"]["status"] == "pass"
+    # The three members the broker refused stopped on GROUP_ID_NOT_FOUND: named, allowed, never dropped.
+    assert v["allowed"] == {"V1/migration-refused": 3}, v["allowed"]
+    stopped = {f["culprit"]: f["evidence"] for f in v["invariants"]["V1"]["allowed"]}
+    assert set(stopped) == {"m1-reference", "m2-java", "m3-librdkafka"}, stopped
+    assert all("online upgrade is disabled" in e["refusal"] for e in stopped.values()), stopped
+
+
+def test_an_upgrade_refused_for_userdata_is_due(judged):
+    v = judged["verdicts"]["custom-assignor"]
+    assert v["verdict"] == "pass" and v["malformed"] == [], (_failing(v), v["malformed"][:3])
+    assert v["invariants"]["K5"]["status"] == "pass"
+    [stop] = v["invariants"]["V1"]["allowed"]
+    assert stop["culprit"] == "m1-reference" and "unsupported custom assignor" in stop["evidence"]["refusal"], stop
+
+
+@pytest.mark.parametrize("name", [m.name for m in CONSUMER_PROTOCOL_MUTATIONS + MIGRATION_MUTATIONS]
+                         + sorted(CLASSIC_MUTANTS))
 def test_each_mutant_fails_the_invariant_it_plays(judged, name):
     inv, culprit, detail = judged["details"][name]
     v = judged["verdicts"][name]
