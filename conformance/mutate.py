@@ -1151,6 +1151,25 @@ def _joins(run: RunEdit, answered: Callable[[dict], bool]) -> list[tuple[int, in
     return out
 
 
+def _refused(f: dict) -> bool:
+    return f.get("direction") == "response" and f.get("error_code") == GROUP_ID_NOT_FOUND
+
+
+def _join_and_last_sync(run: RunEdit, answered: Callable[[dict], bool], what: str) -> tuple[int, int]:
+    """(request index of the first consumer-protocol join ``answered`` says yes to, index of the last
+    leader's SyncGroup request with assignments before it); NotApplicable naming ``what`` when either
+    is missing."""
+    joins = _joins(run, answered)
+    if not joins:
+        raise NotApplicable(f"no consumer-protocol join {what} after a classic group formed")
+    i, _ = joins[0]
+    syncs = [k for k, f in enumerate(run.wire[:i]) if f.get("api") == "SyncGroup" and f.get("direction") == "request"
+             and f.get("assignments")]
+    if not syncs:
+        raise NotApplicable(f"no leader's SyncGroup assignments before the first {what} join")
+    return i, syncs[-1]
+
+
 def upgrade_despite_policy(run: RunEdit) -> tuple[str | None, str]:
     """K5. The broker upgrades a classic group its policy keeps classic: on a run whose group
     converted online when a consumer member joined, the manifest's migration policy becomes
@@ -1169,7 +1188,7 @@ def refusal_despite_policy(run: RunEdit) -> tuple[str | None, str]:
     """K5. The broker refuses an upgrade its policy allows: on a run whose consumer members were
     refused (GROUP_ID_NOT_FOUND) under ``migration-policy=disabled``, the manifest's policy becomes
     ``bidirectional`` (the recorded group's assignments carry no userData)."""
-    joins = _joins(run, lambda f: f.get("error_code") == GROUP_ID_NOT_FOUND)
+    joins = _joins(run, _refused)
     if not joins:
         raise NotApplicable("no consumer-protocol join refused with GROUP_ID_NOT_FOUND after a classic group formed")
     was = run.manifest.get("migration_policy")
@@ -1183,15 +1202,7 @@ def upgrade_despite_userdata(run: RunEdit) -> tuple[str | None, str]:
     run whose group converted online, the last classic leader's SyncGroup before the first admitted
     join gives every member 4 bytes of userData (request and each member's response of that
     generation), as an assignor that writes userData into assignments would."""
-    joins = _joins(run, _admitted)
-    if not joins:
-        raise NotApplicable("no consumer-protocol join admitted after a classic group formed")
-    i, _ = joins[0]
-    syncs = [k for k, f in enumerate(run.wire[:i]) if f.get("api") == "SyncGroup" and f.get("direction") == "request"
-             and f.get("assignments")]
-    if not syncs:
-        raise NotApplicable("no leader's SyncGroup assignments before the first admitted join")
-    k = syncs[-1]
+    i, k = _join_and_last_sync(run, _admitted, "admitted")
     sync, gen = run.wire[k], run.wire[k].get("generation")
     _set_userdata(run, k, i, b"\x00\x01\x02\x03")
     return None, (f"{sync['member']}'s SyncGroup of generation {gen} (wire line {k + 1}) gives {len(sync['assignments'])} "
@@ -1203,15 +1214,7 @@ def refusal_without_userdata(run: RunEdit) -> tuple[str | None, str]:
     refused because the classic group's assignments carry userData (policy bidirectional), the
     last leader's SyncGroup before the refused join, and each member's response of that
     generation, lose their userData."""
-    joins = _joins(run, lambda f: f.get("error_code") == GROUP_ID_NOT_FOUND)
-    if not joins:
-        raise NotApplicable("no consumer-protocol join refused with GROUP_ID_NOT_FOUND after a classic group formed")
-    i, _ = joins[0]
-    syncs = [k for k, f in enumerate(run.wire[:i]) if f.get("api") == "SyncGroup" and f.get("direction") == "request"
-             and f.get("assignments")]
-    if not syncs:
-        raise NotApplicable("no leader's SyncGroup assignments before the first refused join")
-    k = syncs[-1]
+    i, k = _join_and_last_sync(run, _refused, "refused with GROUP_ID_NOT_FOUND")
     sync, gen = run.wire[k], run.wire[k].get("generation")
     stripped = _set_userdata(run, k, i, None)
     if not stripped:
