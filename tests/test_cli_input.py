@@ -107,6 +107,7 @@ def test_empty_clients_are_refused(capsys, started, clients: str) -> None:
     ("sarama+consumer", ("sarama@1.61.1+consumer", "does not speak the consumer group protocol", "no KIP-848 member")),
     ("java@3.6.2+consumer", ("java@3.6.2+consumer", "java does from 3.7.0")),
     ("librdkafka@2.11.1+consumer", ("librdkafka@2.11.1+consumer", "librdkafka does from 2.12.0")),
+    ("franz-go@1.20.2+consumer", ("franz-go@1.20.2+consumer", "franz-go does from 1.22.0")),
 ])
 def test_bad_versions_are_refused_once_before_anything_starts(capsys, started, spec: str, words) -> None:
     code, err = run_cli(capsys, "run", "--scenario", "crash-restart", "--scenario", "partition",

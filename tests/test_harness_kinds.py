@@ -100,18 +100,21 @@ def test_franz_go_version_errors_ask_the_proxy_by_exact_version() -> None:
 
 
 @pytest.mark.slow
-def test_franz_go_refuses_the_consumer_group_protocol_with_a_fatal_error(tmp_path: Path) -> None:
-    """KIP-848 is not wired into the harness yet: it says so in its history and exits 2, not silently classic."""
-    franz_go.ensure("1.22.3")
-    cfg = HarnessConfig(member="m1", client="franz-go", client_version="1.22.3",
+def test_franz_go_before_1_22_refuses_the_consumer_group_protocol_with_a_fatal_error(tmp_path: Path) -> None:
+    """1.7.0 is built without the franzgo_848 tag (no kgo.ServerSideBalancer): a consumer config gets a
+    fatal error naming 1.22.0 and exit 2, never a silently classic member. 1.22.3 has the tag."""
+    assert franz_go.build_tags("1.7.0") == franz_go.build_tags("1.21.7") == []
+    assert franz_go.build_tags("1.22.0") == franz_go.build_tags("1.22.3") == ["franzgo_848"]
+    franz_go.ensure("1.7.0")
+    cfg = HarnessConfig(member="m1", client="franz-go", client_version="1.7.0",
                         bootstrap_servers=f"{config.HOST}:9", group_id="g", topics=["t"],
                         history_path=str(tmp_path / "m1.jsonl"), group_protocol="consumer")
-    argv, env = franz_go.command("1.22.3", cfg.write(tmp_path / "m1.json"))
+    argv, env = franz_go.command("1.7.0", cfg.write(tmp_path / "m1.json"))
     proc = subprocess.run(argv, env={**env, "PATH": "/usr/bin:/bin"}, capture_output=True, timeout=60)
     assert proc.returncode == 2
     events = [e for _, e, problem in read_history(open(tmp_path / "m1.jsonl")) if not problem]
     assert [e["event"] for e in events] == ["started", "error"]
-    assert events[1]["fatal"] is True and "classic\" only" in events[1]["error"]
+    assert events[1]["fatal"] is True and "needs franz-go 1.22.0 or later" in events[1]["error"], events[1]
 
 
 @pytest.mark.slow

@@ -56,27 +56,71 @@ func (o observed) ParseSyncAssignment(assignment []byte) (map[string][]int32, er
 
 // groupBalancers is the balancer list for kgo.Balancers, in the config's order.
 //
-// Group protocols: "classic" (JoinGroup/SyncGroup, the client's balancer assigns) is what this
-// harness runs. "consumer" (KIP-848) is refused for now with a fatal error. The later change
-// that runs it adds kgo.ServerSideBalancer() (franz-go 1.22.0+, a build tag like the Sarama
-// harness's) and must pass kgo's own balancers UNWRAPPED: kgo picks the server-side assignor
-// by the concrete type of the first balancer (sticky -> "uniform", range -> "range"), which a
-// wrapper hides; the history's protocol is then "consumer".
+// Group protocols:
+//
+//   - "classic" (JoinGroup/SyncGroup, the client's balancer assigns): every balancer wrapped in
+//     observed, which sets the history's protocol from the balancer the group chose.
+//   - "consumer" (KIP-848, ConsumerGroupHeartbeat; franz-go 1.22.0+, built with the franzgo_848
+//     tag: server_side.go): kgo's own balancers, UNWRAPPED. kgo runs KIP-848 only when the first
+//     balancer's concrete type is its sticky balancer (sticky and cooperative-sticky: server
+//     assignor "uniform") or its range balancer ("range"), and silently runs classic otherwise,
+//     so a wrapper would turn the member classic. roundrobin has no server-side counterpart: a
+//     list that starts with it gets cooperative-sticky in front, so the member asks for "uniform",
+//     the broker's default and what the Java and librdkafka consumer members get by naming none.
+//     The rest of the list is kept (kgo uses it only if it falls back to classic, which the
+//     harness refuses: lifecycleTap in main.go). The history's protocol is "consumer" throughout.
 func groupBalancers(cfg *Config, hist *History) ([]kgo.GroupBalancer, error) {
-	if cfg.GroupProtocol != "classic" {
-		return nil, fmt.Errorf("this franz-go harness runs group_protocol \"classic\" only, not %q "+
-			"(KIP-848 through kgo.ServerSideBalancer, franz-go 1.22.0+, is not wired in yet)", cfg.GroupProtocol)
-	}
-	var out []kgo.GroupBalancer
-	for _, name := range cfg.AssignmentStrategies {
-		b, err := balancerFor(name)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, observed{GroupBalancer: b, hist: hist})
-	}
-	if len(out) == 0 {
+	if len(cfg.AssignmentStrategies) == 0 {
 		return nil, fmt.Errorf("assignment_strategies is empty")
 	}
+	var out []kgo.GroupBalancer
+	switch cfg.GroupProtocol {
+	case "classic":
+		for _, name := range cfg.AssignmentStrategies {
+			b, err := balancerFor(name)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, observed{GroupBalancer: b, hist: hist})
+		}
+	case "consumer":
+		if err := serverSideAvailable(); err != nil {
+			return nil, err
+		}
+		if serverAssignorOf(cfg.AssignmentStrategies[0]) == "" {
+			out = append(out, kgo.CooperativeStickyBalancer())
+		}
+		for _, name := range cfg.AssignmentStrategies {
+			b, err := balancerFor(name)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, b)
+		}
+	default:
+		return nil, fmt.Errorf("unknown group_protocol %q (classic or consumer)", cfg.GroupProtocol)
+	}
 	return out, nil
+}
+
+// serverAssignorOf is the KIP-848 server assignor kgo asks for when strategy leads the list
+// (consumer_group_848.go's manage848), or "" when kgo has none for it.
+func serverAssignorOf(strategy string) string {
+	switch strategy {
+	case "sticky", "cooperative-sticky":
+		return "uniform"
+	case "range":
+		return "range"
+	}
+	return ""
+}
+
+// serverAssignor is the server assignor a consumer member of cfg asks for (see groupBalancers).
+func serverAssignor(cfg *Config) string {
+	if len(cfg.AssignmentStrategies) > 0 {
+		if a := serverAssignorOf(cfg.AssignmentStrategies[0]); a != "" {
+			return a
+		}
+	}
+	return "uniform"
 }

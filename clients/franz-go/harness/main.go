@@ -6,8 +6,10 @@
 // It is built once per franz-go version by conformance/members/kinds/franz_go.py
 // (through conformance/go_install.py's build_harness, whose go.mod requires
 // github.com/twmb/franz-go at that version). It uses only APIs franz-go has had
-// since 1.7.0 (Client.GroupMetadata is the newest of them), so one source
-// builds against every release from there without build tags.
+// since 1.7.0 (Client.GroupMetadata is the newest of them), but for one build
+// tag: franzgo_848 (1.22.0+) adds kgo.ServerSideBalancer for group_protocol
+// "consumer" (server_side.go; without it server_side_none.go refuses that
+// protocol), so one source builds against every release from 1.7.0.
 //
 // Mapping of kgo's group callbacks onto history events (every event carries
 // the member id and generation of kgo's Client.GroupMetadata at that moment,
@@ -37,9 +39,20 @@
 //     are `error` events with `fatal: false`.
 //   - SIGTERM/SIGINT: stop polling, CloseAllowingRebalance (which revokes
 //     everything through OnPartitionsRevoked, commits per mode and sends
-//     LeaveGroup unless the member is static), `stopped`, exit 0. A client
-//     that cannot be created, or a group protocol the harness does not run,
-//     writes a fatal `error` and exits 2.
+//     LeaveGroup unless the member is static; a consumer member instead sends
+//     ConsumerGroupHeartbeat with epoch -1, or -2 when static), `stopped`,
+//     exit 0. A client that cannot be created, or a group protocol the
+//     harness does not run, writes a fatal `error` and exits 2.
+//   - group_protocol "consumer" (KIP-848; balancers.go): `protocol` is
+//     "consumer" on every event; kgo's Client.GroupMetadata gives the member
+//     epoch as the generation (kgo's own doc, 1.22.x), so `generation` is the
+//     epoch kgo holds at that moment and `assigned` / `revoked` / `lost` also
+//     carry it as `member_epoch`. kgo gives the application no other epoch (no
+//     per-assignment epoch): after a fence kgo rejoins at epoch 0, so a `lost`
+//     written then may carry 0. kgo silently runs classic when the broker does
+//     not serve ConsumerGroupHeartbeat v1 (or answers UNSUPPORTED_VERSION);
+//     the harness sees that in kgo's log (lifecycleTap) and stops with a fatal
+//     `error` rather than record a classic member as a consumer one.
 package main
 
 import (
@@ -161,13 +174,14 @@ type Member struct {
 	cfg  *Config
 	hist *History
 	cl   *kgo.Client
+	tap  *lifecycleTap
 
 	mu          sync.Mutex
 	owned       map[tp]bool
 	uncommitted map[tp]*kgo.Record // last processed record of each owned partition, not committed yet
 }
 
-// groupContext refreshes member_id and generation from the client.
+// groupContext refreshes member_id and generation (a consumer member's epoch) from the client.
 func (m *Member) groupContext(cl *kgo.Client) {
 	id, gen := cl.GroupMetadata()
 	if id != "" {
@@ -176,6 +190,18 @@ func (m *Member) groupContext(cl *kgo.Client) {
 	if gen >= 0 {
 		m.hist.setContext("generation", gen)
 	}
+}
+
+// ownership is the fields of an `assigned` / `revoked` / `lost` event: the partitions and, for a
+// consumer member, member_epoch (the epoch kgo holds now: groupContext's generation).
+func (m *Member) ownership(cl *kgo.Client, tps []tp) map[string]any {
+	fields := map[string]any{"partitions": tpList(tps)}
+	if m.cfg.GroupProtocol == "consumer" {
+		if _, epoch := cl.GroupMetadata(); epoch >= 0 {
+			fields["member_epoch"] = epoch
+		}
+	}
+	return fields
 }
 
 // commit synchronously commits the uncommitted records of tps and records `committed`; m.mu must be held.
@@ -211,7 +237,18 @@ func (m *Member) commit(ctx context.Context, cl *kgo.Client, tps []tp) {
 	m.hist.Record("committed", map[string]any{"offsets": offsets, "error": errText})
 }
 
+// classicInstead is kgo's log line that started the classic lifecycle of a consumer member, or "".
+func (m *Member) classicInstead() string {
+	if m.cfg.GroupProtocol != "consumer" {
+		return ""
+	}
+	return m.tap.classicStarted()
+}
+
 func (m *Member) onAssigned(_ context.Context, cl *kgo.Client, assigned map[string][]int32) {
+	if m.classicInstead() != "" {
+		return // a classic assignment is not this consumer member's; run stops with a fatal error
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.groupContext(cl)
@@ -223,7 +260,7 @@ func (m *Member) onAssigned(_ context.Context, cl *kgo.Client, assigned map[stri
 		}
 	}
 	if len(added) > 0 {
-		m.hist.Record("assigned", map[string]any{"partitions": tpList(added)})
+		m.hist.Record("assigned", m.ownership(cl, added))
 	}
 }
 
@@ -248,7 +285,7 @@ func (m *Member) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[stri
 	}
 	m.forget(gone)
 	if len(gone) > 0 {
-		m.hist.Record("revoked", map[string]any{"partitions": tpList(gone)})
+		m.hist.Record("revoked", m.ownership(cl, gone))
 	}
 }
 
@@ -264,7 +301,7 @@ func (m *Member) onLost(_ context.Context, cl *kgo.Client, lost map[string][]int
 	}
 	m.forget(gone)
 	if len(gone) > 0 {
-		m.hist.Record("lost", map[string]any{"partitions": tpList(gone)})
+		m.hist.Record("lost", m.ownership(cl, gone))
 	}
 }
 
@@ -306,7 +343,38 @@ func (m *Member) process(ctx context.Context, fetches kgo.Fetches) {
 	}
 }
 
-func clientOptions(cfg *Config, m *Member, balancers []kgo.GroupBalancer) []kgo.Opt {
+// lifecycleTap is kgo's logger (BasicLogger to stderr) that also watches which group lifecycle
+// kgo starts: kgo logs "beginning to manage the group lifecycle" when it runs classic (manage)
+// and "beginning to manage the next-gen group lifecycle" when a KIP-848 join was answered
+// (consumer_group.go and consumer_group_848.go of 1.22.x). A consumer member whose kgo starts the
+// classic lifecycle (no KIP-848 support on the broker, or a fallback after UNSUPPORTED_VERSION)
+// is reported by classic(); nothing else changes.
+type lifecycleTap struct {
+	kgo.Logger
+	mu      sync.Mutex
+	classic string
+}
+
+func (t *lifecycleTap) Log(level kgo.LogLevel, msg string, keyvals ...interface{}) {
+	if msg == "beginning to manage the group lifecycle" ||
+		strings.HasPrefix(msg, "falling back to standard consumer group management") {
+		t.mu.Lock()
+		if t.classic == "" {
+			t.classic = msg
+		}
+		t.mu.Unlock()
+	}
+	t.Logger.Log(level, msg, keyvals...)
+}
+
+// classicStarted is kgo's log line that started the classic lifecycle, or "".
+func (t *lifecycleTap) classicStarted() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.classic
+}
+
+func clientOptions(cfg *Config, m *Member, balancers []kgo.GroupBalancer, tap *lifecycleTap) []kgo.Opt {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(strings.Split(cfg.BootstrapServers, ",")...),
 		kgo.ClientID(cfg.ClientID),
@@ -320,9 +388,10 @@ func clientOptions(cfg *Config, m *Member, balancers []kgo.GroupBalancer) []kgo.
 		kgo.OnPartitionsAssigned(m.onAssigned),
 		kgo.OnPartitionsRevoked(m.onRevoked),
 		kgo.OnPartitionsLost(m.onLost),
-		kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelInfo, func() string {
-			return time.Now().UTC().Format("15:04:05.000 ")
-		})),
+		kgo.WithLogger(tap),
+	}
+	if cfg.GroupProtocol == "consumer" {
+		opts = append(opts, serverSideOpts()...)
 	}
 	if cfg.AutoOffsetReset == "latest" {
 		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
@@ -342,18 +411,27 @@ func clientOptions(cfg *Config, m *Member, balancers []kgo.GroupBalancer) []kgo.
 }
 
 func run(cfg *Config, hist *History) int {
-	hist.setContext("protocol", declaredProtocol(cfg.AssignmentStrategies))
-	hist.Record("started", map[string]any{"strategies": cfg.AssignmentStrategies, "group_protocol": cfg.GroupProtocol})
+	started := map[string]any{"strategies": cfg.AssignmentStrategies, "group_protocol": cfg.GroupProtocol}
+	if cfg.GroupProtocol == "consumer" {
+		hist.setContext("protocol", "consumer")
+		started["server_assignor"] = serverAssignor(cfg)
+	} else {
+		hist.setContext("protocol", declaredProtocol(cfg.AssignmentStrategies))
+	}
+	hist.Record("started", started)
 	fatal := func(msg string) int {
 		hist.Record("error", map[string]any{"error": msg, "fatal": true})
 		return 2
 	}
-	m := &Member{cfg: cfg, hist: hist, owned: map[tp]bool{}, uncommitted: map[tp]*kgo.Record{}}
+	tap := &lifecycleTap{Logger: kgo.BasicLogger(os.Stderr, kgo.LogLevelInfo, func() string {
+		return time.Now().UTC().Format("15:04:05.000 ")
+	})}
+	m := &Member{cfg: cfg, hist: hist, tap: tap, owned: map[tp]bool{}, uncommitted: map[tp]*kgo.Record{}}
 	balancers, err := groupBalancers(cfg, hist)
 	if err != nil {
 		return fatal(err.Error())
 	}
-	cl, err := kgo.NewClient(clientOptions(cfg, m, balancers)...)
+	cl, err := kgo.NewClient(clientOptions(cfg, m, balancers, tap)...)
 	if err != nil {
 		return fatal("client could not be created: " + err.Error())
 	}
@@ -369,6 +447,11 @@ func run(cfg *Config, hist *History) int {
 		pollCtx, pollCancel := context.WithTimeout(ctx, 200*time.Millisecond)
 		fetches := cl.PollRecords(pollCtx, 500)
 		pollCancel()
+		if m.classicInstead() != "" {
+			cl.Close()
+			return fatal("group_protocol consumer: kgo runs the classic protocol instead (kgo logged \"" +
+				m.classicInstead() + "\"; the broker does not serve ConsumerGroupHeartbeat v1)")
+		}
 		closed := false
 		fetches.EachError(func(topic string, partition int32, err error) {
 			switch {

@@ -5,7 +5,8 @@
 toolchain download, atomic and idempotent) against ``github.com/twmb/franz-go vV`` into
 ``config.FRANZ_GO_DIR/V/harness``. The generated go.mod requires that one module at the exact
 version (``go mod tidy`` takes kmsg and the rest at what that release requires). The one source
-builds against every release from :data:`OLDEST` without build tags.
+builds against every release from :data:`OLDEST`; its one build tag, ``franzgo_848``
+(:func:`build_tags`, from :data:`FIRST_SERVER_SIDE_BALANCER`), adds ``kgo.ServerSideBalancer``.
 
 What the releases have, read from their sources (the proxy's ``@v`` zips):
 
@@ -24,9 +25,18 @@ What the releases have, read from their sources (the proxy's ``@v`` zips):
   assignment, then generation) once the member has a generation; before its first assignment
   (generation -1) kmsg writes no generation, so a new member's userData is the v0 layout
   ``00000000``, which also reads as a bare generation 0.
-- KIP-848: ``kgo.ServerSideBalancer()`` from 1.22.0 (opt-in; classic stays the default). The
-  harness refuses ``group_protocol: consumer`` for now; see clients/franz-go/harness/balancers.go
-  for what that change must keep.
+- KIP-848 (``franz-go+consumer``): ``kgo.ServerSideBalancer()`` from 1.22.0 (opt-in; classic
+  stays kgo's default; franz-go's CHANGELOG v1.22.0 and config.go), the ``consumer-protocol``
+  feature. (1.19-1.21 had a hidden beta opt-in, a context key, which the suite does not run.) kgo
+  then speaks ConsumerGroupHeartbeat v1 with a member id of its own, the server assignor named
+  by its first balancer (sticky, cooperative-sticky: ``uniform``; range: ``range``); the harness
+  passes kgo's balancers unwrapped and puts cooperative-sticky first when the list starts with
+  roundrobin (clients/franz-go/harness/balancers.go). What the history gets: ``protocol``
+  ``consumer`` on every event, and as ``generation`` the epoch ``Client.GroupMetadata`` gives
+  (kgo documents it as the member epoch); ``assigned`` / ``revoked`` / ``lost`` carry it as
+  ``member_epoch``. kgo exposes no other epoch: a callback sees the epoch kgo holds at that moment
+  (after a fence kgo has gone back to epoch 0). kgo silently runs classic on a broker without
+  ConsumerGroupHeartbeat v1; the harness notices from kgo's log and stops with a fatal error.
 """
 
 from __future__ import annotations
@@ -99,8 +109,11 @@ FEATURES: tuple[Feature, ...] = (
     Feature("protocol-of-chosen-assignor", "1.13.0",
             "pkg/kgo/consumer_group.go: from 1.13.0 'cooperative' is the balancer chosen during Join; "
             "1.12.1 was cooperative only if all configured balancers were"),
+    Feature("consumer-protocol", "1.22.0",
+            "kgo.ServerSideBalancer, KIP-848 (franz-go CHANGELOG v1.22.0, pkg/kgo/config.go; the hidden beta "
+            "context key of 1.19-1.21 is not run)"),
 )
-#: KIP-848 through kgo.ServerSideBalancer (not run by the harness yet).
+#: KIP-848 through kgo.ServerSideBalancer: the ``consumer-protocol`` feature and the ``franzgo_848`` tag.
 FIRST_SERVER_SIDE_BALANCER = (1, 22, 0)
 
 
@@ -119,8 +132,14 @@ def strategies_supported(version: str) -> list[str]:
 
 
 def supports_server_side_balancer(version: str) -> bool:
-    """Whether franz-go ``version`` has kgo.ServerSideBalancer (KIP-848), for the change that runs it."""
+    """Whether franz-go ``version`` has kgo.ServerSideBalancer (KIP-848): what ``+consumer`` runs."""
     return release_tuple(version) >= FIRST_SERVER_SIDE_BALANCER
+
+
+def build_tags(version: str) -> list[str]:
+    """The harness's build tags for ``version``: ``franzgo_848`` (server_side.go, which calls
+    kgo.ServerSideBalancer) from 1.22.0; none before (server_side_none.go refuses consumer)."""
+    return ["franzgo_848"] if supports_server_side_balancer(version) else []
 
 
 def binary(version: str) -> Path:
@@ -156,7 +175,8 @@ def ensure(version: str) -> None:
     problem = check(KIND, version)
     if problem:
         raise UsageError(problem)
-    go_install.build_harness(f"franz-go@{version}", SOURCE_DIR, config.FRANZ_GO_DIR / version, MODULE, version)
+    go_install.build_harness(f"franz-go@{version}", SOURCE_DIR, config.FRANZ_GO_DIR / version, MODULE, version,
+                             tags=build_tags(version))
 
 
 def command(version: str, config_path: Path) -> tuple[list[str], dict[str, str]]:
