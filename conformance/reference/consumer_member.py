@@ -372,23 +372,12 @@ class ConsumerProtocolMember(PartitionConsumer):
         """Run until SIGTERM (stop_event); returns the exit code."""
         self.history.record("started", server_assignor=self.server_assignor, faults=sorted(self.faults.names),
                             group_protocol="consumer")
-        try:
+
+        def start() -> None:
             self.find_coordinator()
             self.refresh_topic_ids()
-            while not self.stop_event.is_set():
-                self.step()
-            self.close("sigterm")
-            return 0
-        except FatalClientError as exc:
-            self.error(str(exc), fatal=True)
-            self.history.record("stopped", reason=f"fatal: {exc}")
-            return 1
-        except Exception as exc:  # noqa: BLE001 - recorded, then the process exits non-zero
-            self.error(f"unexpected {type(exc).__name__}: {exc}", fatal=True)
-            self.history.record("stopped", reason=f"fatal: {type(exc).__name__}")
-            return 1
-        finally:
-            self.stop_event.set()
+
+        return self.run_until_stopped(start)
 
     def step(self) -> None:
         if time.monotonic() >= self.hb_due:

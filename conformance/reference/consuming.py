@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Callable
 
 from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest, OffsetCommitRequest, OffsetFetchRequest
 from kafka.record import MemoryRecords
@@ -54,6 +55,28 @@ class PartitionConsumer:
     def _sleep(self, seconds: float) -> None:
         self.stop_event.wait(seconds)
 
+    def run_until_stopped(self, start: Callable[[], None]) -> int:
+        """The member's life: ``start()``, then :meth:`step` until SIGTERM sets ``stop_event``, then
+        ``close("sigterm")``: exit code 0. A :class:`FatalClientError` or any other exception is
+        recorded as a fatal ``error`` and ``stopped`` (reason ``fatal: ...``): exit code 1.
+        ``stop_event`` is set on the way out, whatever happened."""
+        try:
+            start()
+            while not self.stop_event.is_set():
+                self.step()
+            self.close("sigterm")
+            return 0
+        except FatalClientError as exc:
+            self.error(str(exc), fatal=True)
+            self.history.record("stopped", reason=f"fatal: {exc}")
+            return 1
+        except Exception as exc:  # noqa: BLE001 - recorded, then the process exits non-zero
+            self.error(f"unexpected {type(exc).__name__}: {exc}", fatal=True)
+            self.history.record("stopped", reason=f"fatal: {type(exc).__name__}")
+            return 1
+        finally:
+            self.stop_event.set()
+
     # ------------------------------------------------------------ hooks
 
     def commit_identity(self) -> tuple[int, str] | None:
@@ -65,6 +88,14 @@ class PartitionConsumer:
         raise NotImplementedError
 
     def _interrupted(self) -> bool:
+        raise NotImplementedError
+
+    def step(self) -> None:
+        """One turn of the member's loop (:meth:`run_until_stopped`)."""
+        raise NotImplementedError
+
+    def close(self, reason: str) -> None:
+        """Leave the group and record ``stopped`` with ``reason``."""
         raise NotImplementedError
 
     # ------------------------------------------------------------ positions, fetch, commit

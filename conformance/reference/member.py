@@ -535,23 +535,14 @@ class ReferenceMember(PartitionConsumer):
         self.history.record("started", strategies=list(self.cfg.assignment_strategies),
                             faults=sorted(self.faults.names), subscription_version=self.sub_version)
         heartbeat = threading.Thread(target=self.heartbeat_loop, name="heartbeat", daemon=True)
-        try:
+
+        def start() -> None:
             self.find_coordinator()
             heartbeat.start()
-            while not self.stop_event.is_set():
-                self.step()
-            self.close("sigterm")
-            return 0
-        except FatalClientError as exc:
-            self.error(str(exc), fatal=True)
-            self.history.record("stopped", reason=f"fatal: {exc}")
-            return 1
-        except Exception as exc:  # noqa: BLE001 - recorded, then the process exits non-zero
-            self.error(f"unexpected {type(exc).__name__}: {exc}", fatal=True)
-            self.history.record("stopped", reason=f"fatal: {type(exc).__name__}")
-            return 1
+
+        try:
+            return self.run_until_stopped(start)
         finally:
-            self.stop_event.set()
             self.executor.shutdown(wait=False, cancel_futures=True)
 
     def step(self) -> None:
