@@ -14,7 +14,8 @@ refused upgrade (``refused-migration``: the policy disabled; ``custom-assignor-u
 sticky assignments carry userData), where the broker refuses each consumer-protocol join with
 GROUP_ID_NOT_FOUND, the group stays classic and the cell passes with each refused member's fatal
 stop allowed by V1/migration-refused. (Recorded runs of both are judged in CI:
-tests/test_consumer_protocol_recorded.py.)
+tests/test_consumer_protocol_recorded.py.) One more nightly cell migrates franz-go beside the
+reference and Sarama.
 """
 
 from __future__ import annotations
@@ -140,3 +141,12 @@ def test_nightly_custom_assignor_upgrade_is_refused_under_sarama(tmp_path: Path)
     # Sarama leads alone once the reference leaves for its bounce: its sticky assignment carries userData.
     verdict, run_dir = _run(tmp_path, "custom-assignor-upgrade", "sarama,reference+consumer")
     _refused(verdict, run_dir, ["m1-reference"], "an unsupported custom assignor is in use")
+
+
+@pytest.mark.nightly
+@pytest.mark.timeout(1500)
+def test_nightly_franz_go_migrates_to_the_consumer_protocol(tmp_path: Path) -> None:
+    # franz-go (kgo.ServerSideBalancer, 1.22.0+) starts classic and is bounced onto the consumer protocol.
+    verdict, run_dir = _run(tmp_path, "migrate-to-consumer", "reference,franz-go+consumer,sarama")
+    _converted_online(run_dir, ["m1-franz-go"], ["m0-reference", "m2-sarama"])
+    assert verdict["verdict"] == "pass", verdict["run"]
