@@ -37,6 +37,13 @@ instead (the mutant), R3 fails.
 The row must not excuse the same move by another leader: the mutant copy makes m1-java the leader
 of generation 5 (the JoinGroup answers name it, its answer carries the member list, its SyncGroup
 the assignments), and L4 fails.
+The bug mixed with a needed move (a default rolling-restart cell, seed 1940160139): m2-librdkafka
+joins generation 13 as the sixth member (12 partitions: 2 each); m0-reference holds 3 and
+m4-kafka-python (v1) holds orders-1, orders-3, orders-4. Two moves do (one from each); franz-go,
+not reading kafka-python's claims, takes orders-9 from m0 (the needed one) and orders-3, orders-4
+from m4: 3 moves, the one beyond those needed of a claim without a generation, a known issue. With
+m4's subscriptions of generations 13-14 carrying generation 12 (v3; the mutant), no claim is
+without a generation and the same plan fails L4.
 
 All copies are judged by the session's one real ``conformance report`` (tests/recorded.py).
 """
@@ -57,6 +64,7 @@ ARCHIVE = BUGS / "kafka-python-3.0.12-discarded-join.tar.xz"
 CRASH_ARCHIVE = BUGS / "librdkafka-2.16.1-v0-subscription-crash.tar.xz"
 FRANZ_ARCHIVE = BUGS / "franz-go-1.22.3-generationless-owned.tar.xz"
 FRANZ_R3_ARCHIVE = BUGS / "franz-go-1.22.3-generationless-owned-r3.tar.xz"
+FRANZ_NEEDED_ARCHIVE = BUGS / "franz-go-1.22.3-generationless-owned-needed-move.tar.xz"
 MEMBER = "m4-kafka-python"
 SYNC_TS = 1795693742505.1436   # the SyncGroup answer of generation 7 to m4 (wire line 3286)
 
@@ -94,7 +102,32 @@ def recorded_copies(root: Path) -> dict[str, Path]:
         # the same seed and mix as the L4 run: another run id
         dirs[name] = copy_run(franz_r3, runs / name, "-r3")
     _lead_by(dirs["revoke-undone-sarama-led"], generation=10, leader="m3-sarama")
+    needed = unpack(FRANZ_NEEDED_ARCHIVE, root / "franz-needed-original")
+    dirs["needed-move"] = copy_run(needed, runs / "needed-move")
+    dirs["needed-move-with-generation"] = copy_run(needed, runs / "needed-move-with-generation", "-with-generation")
+    _declare_generation(dirs["needed-move-with-generation"], "m4-kafka-python", generations=(13, 14), generation=12)
     return dirs
+
+
+def _declare_generation(run: Path, member: str, generations: tuple[int, ...], generation: int) -> None:
+    """In the copy ``run``, ``member``'s subscription in the JoinGroup answers of ``generations`` (the
+    member list the leader reads) becomes version 3 with ``generation``: the same claims, told with one."""
+    from dataclasses import replace
+
+    from conformance.protocol import decode_subscription, encode_subscription
+
+    wire = run / "wire.jsonl"
+    frames = read_jsonl(wire)
+    edited = 0
+    for f in frames:
+        if f["api"] == "JoinGroup" and f["direction"] == "response" and f.get("generation") in generations:
+            for m in f.get("members") or []:
+                if m["member_id"].startswith(member):
+                    sub = decode_subscription(bytes.fromhex(m["metadata"]))
+                    m["metadata"] = encode_subscription(replace(sub, version=3, generation_id=generation)).hex()
+                    edited += 1
+    assert edited == len(generations), f"{member}'s subscriptions edited: {edited}"
+    write_jsonl(wire, frames)
 
 
 def _lead_by(run: Path, generation: int, leader: str) -> None:
@@ -194,6 +227,22 @@ def test_the_same_move_by_another_leader_still_fails_l4(recorded_verdicts):
     moved = _l4(v, 4)
     assert moved["partitions"] == [["orders", 11]], moved
     assert moved["evidence"]["taken_by"] == "java" and moved["evidence"]["declared_without_generation"] is True
+    assert "known_issue" not in moved
+    assert v["invariants"]["L4"]["status"] == "fail" and v["verdict"] == "fail"
+
+
+def test_franz_go_moving_a_claim_without_a_generation_beside_a_needed_move_is_a_known_issue(recorded_verdicts):
+    [moved] = recorded_verdicts["needed-move"]["invariants"]["L4"]["violations"]
+    assert moved["partitions"] == [["orders", 3], ["orders", 4], ["orders", 9]], moved
+    assert moved["evidence"] == {"moved": 3, "needed": 2, "from_generation": 12, "taken_in": [13],
+                                 "taken_by": "franz-go", "declared_without_generation": True}, moved
+    assert moved["known_issue"]["reference"].startswith("docs/client-bugs/franz-go-generationless-owned.md")
+
+
+def test_the_same_plan_over_claims_with_a_generation_still_fails_l4(recorded_verdicts):
+    v = recorded_verdicts["needed-move-with-generation"]
+    [moved] = v["invariants"]["L4"]["violations"]
+    assert moved["evidence"]["moved"] == 3 and moved["evidence"]["declared_without_generation"] is False, moved
     assert "known_issue" not in moved
     assert v["invariants"]["L4"]["status"] == "fail" and v["verdict"] == "fail"
 

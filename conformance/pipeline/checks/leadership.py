@@ -64,13 +64,16 @@ Scope and allowed findings (each rule named in :mod:`conformance.pipeline.checks
 - An L4 finding (and an R3 finding: :mod:`conformance.pipeline.checks.revoke`)
   names the members that stayed and the leaders that took the
   moved partitions; its evidence says who took them (``taken_by``: the kinds
-  of those generations' leaders, comma-separated) and whether every moved
-  partition was told only through OwnedPartitions of a cooperative
-  subscription without a generation (v0/v1, or generation -1) and not in its
-  sticky userData's previous assignment (``declared_without_generation``):
-  what franz-go's balancer does not read (a known issue of its kind module,
+  of those generations' leaders, comma-separated) and whether the moves
+  beyond those needed are all of partitions told only through
+  OwnedPartitions of a cooperative subscription without a generation (v0/v1,
+  or generation -1) and not in its sticky userData's previous assignment
+  (``declared_without_generation``: at least one moved partition was told so,
+  and the others number no more than the moves needed): what franz-go's
+  balancer does not read (a known issue of its kind module,
   docs/client-bugs/franz-go-generationless-owned.md; Java's assignor keeps
-  such claims).
+  such claims). R3 computes its own ``declared_without_generation``, per
+  revoked partition (:mod:`conformance.pipeline.checks.revoke`).
 """
 
 from __future__ import annotations
@@ -530,7 +533,12 @@ def check_l4(t: Tables) -> list[dict]:
                 gens_taking = sorted({h for _, hs in takings.values() for h in hs})
                 took = takers(leader_of, run, gens_taking)
                 taker_names = sorted({n for n, _ in took if n})
-                bare_only = all((run, h, m, tp) in without_generation for tp, (m, hs) in takings.items() for h in hs)
+                # The moves beyond the needed ones are explained by claims told without a generation when
+                # the other moves alone are no more than needed (seen: franz-go left the claims of kafka-python
+                # unread and also made the one move a member above its quota owed: 3 moves where 2 do).
+                bare_moves = [tp for tp, (m, hs) in takings.items()
+                              if all((run, h, m, tp) in without_generation for h in hs)]
+                bare_only = bool(bare_moves) and len(moved) - len(bare_moves) <= needed
                 out.append(violation("L4", run, f"generation {g1} -> {g2} moved {len(moved)} partitions away from "
                                      f"members that stayed, {needed} would do: {fmt_tps(moved)} (taken by "
                                      f"{', '.join(taker_names) or 'an unknown leader'} in generation(s) "
