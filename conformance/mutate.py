@@ -1226,8 +1226,8 @@ def refusal_without_userdata(run: RunEdit) -> tuple[str | None, str]:
 
 def _set_userdata(run: RunEdit, sync: int, until: int, user_data: bytes | None) -> int:
     """Re-encode with ``user_data`` every assignment of the SyncGroup request ``sync`` and of the
-    SyncGroup responses of its generation before frame ``until``; the number of assignments whose
-    userData changed."""
+    SyncGroup responses of its generation before frame ``until``; the number of the request's
+    assignments whose userData changed (the responses' are not counted)."""
     gen = run.wire[sync].get("generation")
     changed = 0
 
