@@ -118,6 +118,15 @@ def recorded_copies(root: Path) -> dict[str, Path]:
         run.manifest["run_id"] += f"~{name}"
         run.save()
         dirs[name] = runs / name
+    # V1/migration-refused must not excuse a member that was admitted: m2-java's refused join is
+    # answered with an epoch instead, and the member still stops on its fatal error.
+    run = RunEdit.load(copy_run(refused, runs / "refused-then-admitted"))
+    (answer,) = [f for f in run.wire if f.get("api") == "ConsumerGroupHeartbeat" and f.get("direction") == "response"
+                 and f["member"] == "m2-java"]
+    answer.update(error_code=0, error_message=None, member_epoch=3, generation=3)
+    run.manifest["run_id"] += "~refused-then-admitted"
+    run.save()
+    dirs["refused-then-admitted"] = runs / "refused-then-admitted"
     return dirs
 
 
@@ -165,6 +174,13 @@ def test_an_upgrade_refused_for_userdata_is_due(judged):
     assert v["invariants"]["K5"]["status"] == "pass"
     [stop] = v["invariants"]["V1"]["allowed"]
     assert stop["culprit"] == "m1-reference" and "unsupported custom assignor" in stop["evidence"]["refusal"], stop
+
+
+def test_a_member_admitted_before_its_fatal_stop_is_not_excused(judged):
+    # The rule's neighbour on the real run: the same fatal stop after an admitted join is a V1 violation.
+    v1 = judged["verdicts"]["refused-then-admitted"]["invariants"]["V1"]
+    assert [f["culprit"] for f in v1["violations"]] == ["m2-java"], v1
+    assert sorted(f["culprit"] for f in v1["allowed"]) == ["m1-reference", "m3-librdkafka"], v1["allowed"]
 
 
 @pytest.mark.parametrize("name", [m.name for m in CONSUMER_PROTOCOL_MUTATIONS + MIGRATION_MUTATIONS]
