@@ -236,6 +236,8 @@ REFERENCE_RETRY_BACKOFF_MS: int = 200
 REFERENCE_METADATA_REFRESH_MS: int = 2_000
 #: Delay before every SyncGroup under the ``slow-sync`` fault.
 REFERENCE_SLOW_SYNC_DELAY_MS: int = 3_000
+#: How long the ``consume-fenced`` reference fault goes on consuming after a fencing answer.
+REFERENCE_CONSUME_FENCED_MS: int = 3_000
 #: Assignors whose assignments L3 expects balanced (range is per topic and may not be).
 BALANCED_ASSIGNORS: tuple[str, ...] = ("cooperative-sticky", "sticky", "roundrobin")
 

@@ -24,8 +24,14 @@ Ordering rules a harness must keep:
    committed (per the commit mode); ``lost`` lists partitions taken away without
    a clean revoke. A partition is owned from its ``assigned`` to its next
    ``revoked``/``lost``/``stopped``, or to the incarnation's end.
-3. ``consumed`` is one event per fetched batch of one partition, written after
-   the records were processed, and only for partitions the member owns.
+3. ``consumed`` is one event per batch of one partition that the client handed
+   to the application, written after the records were processed. Every batch
+   the application received is recorded, whatever the harness believes it
+   owns: this is the application boundary the consumption checks (C1, C2)
+   judge. ``poll_ts`` is when the application's call that returned the batch
+   began (``poll()``, ``consume()``, a fetch; Sarama's wait on the claim's
+   channel): records of a call begun before a fencing answer were in flight
+   at it. Histories written before harnesses recorded it lack it.
 4. ``committed`` carries the offsets the client asked to commit (next offset to
    read) and ``error`` (null on success).
 5. ``error`` records every client error; ``fatal: true`` means the harness is
@@ -99,6 +105,10 @@ def validate_event(event: Any) -> None:
         first, last, count = event["first_offset"], event["last_offset"], event["count"]
         if not all(isinstance(v, int) for v in (first, last, count)) or first > last or count < 1:
             raise HistoryFormatError(f"{kind} offsets must satisfy first <= last, count >= 1: {first}, {last}, {count}")
+        poll_ts = event.get("poll_ts")
+        if poll_ts is not None and (not isinstance(poll_ts, (int, float)) or isinstance(poll_ts, bool)
+                                    or poll_ts > event["ts"]):
+            raise HistoryFormatError(f"{kind}.poll_ts must be epoch ms no later than ts, got {poll_ts!r}")
     if kind == "committed":
         offs = event["offsets"]
         if not isinstance(offs, list) or not all(isinstance(o, list) and len(o) == 3 for o in offs):

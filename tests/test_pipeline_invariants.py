@@ -112,6 +112,9 @@ def test_allowed_anomalies_pass(judged):
     assert _inv(judged, "break-l1-nosync-allowed", "L1")["status"] == "pass"
     # The leader is a killed instance's id, elected while its JoinGroup was pending.
     assert _inv(judged, "break-l1-killed-leader-allowed", "L1")["status"] == "pass"
+    # The poll that handed m1 records after its fencing answer began before it: in flight, no C2 finding.
+    assert _inv(judged, "break-c2-poll-in-flight-allowed", "C2")["status"] == "pass"
+    assert _inv(judged, "break-c2-poll-in-flight-allowed", "C1")["status"] == "pass"
     # The re-read follows a pause: counted, attributed, not a failure.
     assert _inv(judged, "break-d3-allowed", "D3")["status"] == "pass"
     # A pause never healed (an interrupted run) excuses an overlap until the run's end.

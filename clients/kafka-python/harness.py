@@ -44,7 +44,7 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.structs import OffsetAndMetadata
 
-from conformance.history import HistoryWriter
+from conformance.history import HistoryWriter, now_ms
 from conformance.members.harness_main import main
 from conformance.members.harness_config import HarnessConfig
 
@@ -170,14 +170,14 @@ class Harness:
             error = f"{type(exc).__name__}: {exc}"
         self.history.record("committed", offsets=offsets, error=error)
 
-    def process(self, records: dict[Any, list[Any]]) -> None:
+    def process(self, records: dict[Any, list[Any]], poll_ts: float) -> None:
         delay = self.cfg.processing_delay_ms / 1000.0
         batches = [(tp, recs) for tp, recs in records.items() if recs]
         for tp, recs in batches:
             if delay:
                 time.sleep(delay * len(recs))
             self.history.record("consumed", topic=tp.topic, partition=tp.partition, first_offset=recs[0].offset,
-                                last_offset=recs[-1].offset, count=len(recs))
+                                last_offset=recs[-1].offset, count=len(recs), poll_ts=poll_ts)
             self.positions[(tp.topic, tp.partition)] = recs[-1].offset + 1
         if self.cfg.commit_mode == "sync-batch" and batches:
             self.commit([(tp.topic, tp.partition) for tp, _ in batches])
@@ -198,13 +198,14 @@ class Harness:
             return 2
         self.refresh_context()
         while not self.stopping:
+            poll_ts = now_ms()
             try:
                 records = self.consumer.poll(timeout_ms=POLL_TIMEOUT_MS, max_records=BATCH_MAX)
             except Exception as exc:  # noqa: BLE001 - recorded, then the loop decides
                 self.history.record("error", error=f"poll: {type(exc).__name__}: {exc}", fatal=False)
                 time.sleep(0.2)
                 continue
-            self.process(records)
+            self.process(records, poll_ts)
         self.commit(sorted(self.owned))
         self.consumer.close()
         self.history.record("stopped", reason="sigterm")

@@ -49,7 +49,7 @@ from typing import Any
 import confluent_kafka
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from conformance.history import HistoryWriter
+from conformance.history import HistoryWriter, now_ms
 from conformance.members.harness_main import main
 from conformance.members.harness_config import HarnessConfig
 
@@ -213,7 +213,7 @@ class Harness:
         self.history.record("committed", offsets=offsets, error=error)
 
     # -- main loop ---------------------------------------------------------
-    def process(self, messages: list[Any]) -> None:
+    def process(self, messages: list[Any], poll_ts: float) -> None:
         batches: "OrderedDict[tuple[str, int], list[Any]]" = OrderedDict()
         for msg in messages:
             err = msg.error()
@@ -232,7 +232,7 @@ class Harness:
                 time.sleep(delay * len(batch))
             first, last = batch[0].offset(), batch[-1].offset()
             self.history.record("consumed", topic=topic, partition=partition, first_offset=first,
-                                last_offset=last, count=len(batch))
+                                last_offset=last, count=len(batch), poll_ts=poll_ts)
             self.positions[(topic, partition)] = last + 1
         if self.cfg.commit_mode == "sync-batch" and batches:
             self.commit(list(batches))
@@ -253,8 +253,9 @@ class Harness:
         self.consumer.subscribe(self.cfg.topics, on_assign=self.on_assign, on_revoke=self.on_revoke,
                                 on_lost=self.on_lost)
         while not self.stopping and self.fatal is None:
+            poll_ts = now_ms()
             messages = self.consumer.consume(num_messages=BATCH_MAX, timeout=POLL_TIMEOUT_S)
-            self.process(messages)
+            self.process(messages, poll_ts)
         if self.fatal is not None:
             self.history.record("error", error=f"client unusable: {self.fatal}", fatal=True)
             return 1

@@ -46,6 +46,8 @@ REFERENCE_FAULTS: tuple[str, ...] = (
     "no-follow-up-rejoin",
     "slow-sync",
     "stall-retained",
+    "consume-revoked",
+    "consume-fenced",
 )
 
 #: Deliberate deviations of the reference KIP-848 member (``reference+consumer/FAULT``).

@@ -300,7 +300,7 @@ def read_histories(spark, files: list[dict], tmp: Path, keep: Callable):
         "run", "file", F.col("_id").alias("line"), "j.ts", "j.member", "j.client", "j.client_version",
         "j.event", "j.member_id", "j.generation", "j.protocol", "j.reason", tp.alias("partitions"), "j.topic",
         F.col("j.partition").cast("int").alias("partition"), "j.first_offset", "j.last_offset", "j.count",
-        offs.alias("offsets"), "j.error", "j.fatal"]
+        offs.alias("offsets"), "j.error", "j.fatal", "j.poll_ts"]
     kind = F.when(F.col("_blank"), "blank").when(F.col("problem").isNotNull(), "bad").otherwise("good")
     lines = parsed.select(*event_columns, "_part", "problem", kind.alias("kind"))
     events_schema = StructType(lines.schema.fields[:len(event_columns)])
@@ -402,4 +402,5 @@ def _events_schema():
         StructField("partition", IntegerType()), StructField("first_offset", LongType()),
         StructField("last_offset", LongType()), StructField("count", LongType()), StructField("offsets", offs),
         StructField("error", StringType()), StructField("fatal", BooleanType()),
+        StructField("poll_ts", DoubleType()),
     ])

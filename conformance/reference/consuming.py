@@ -10,13 +10,17 @@ A subclass sets these attributes: ``cfg`` (HarnessConfig), ``history``
 (HistoryWriter), ``coord`` (coordinator Connection or None), ``data`` (the
 Connection for list offsets and fetch), ``positions`` / ``committed``
 (TP -> next offset), ``fetching`` (what the history says is owned),
-``stalled`` (owned but not fetched), ``stop_event``, ``next_position_retry``;
+``stalled`` (owned but not fetched), ``revoked_kept`` (revoked in the history
+but still fetched: the ``consume-revoked`` fault; empty otherwise),
+``stop_event``, ``next_position_retry``;
 and defines ``_interrupted()`` (stop processing the current fetch).
 
 Guarantees (the members' constraints rely on them):
 
-- ``consumed`` is recorded only for a partition in ``fetching`` with a known
-  position, one event per processed batch, after its records were processed;
+- ``consumed`` is recorded only for a partition in ``fetching`` (or, under the
+  ``consume-revoked`` fault, ``revoked_kept``) with a known position, one event
+  per processed batch, after its records were processed, with ``poll_ts``: when
+  the fetch that returned the batch was sent;
 - ``committed`` is recorded for every OffsetCommit sent, with the offsets asked
   for and the error (null on success); only offsets that moved are sent;
 - a partition with no committed offset starts at ``auto_offset_reset``; a
@@ -33,6 +37,7 @@ from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest, OffsetComm
 from kafka.record import MemoryRecords
 
 from conformance import config
+from conformance.history import now_ms
 from conformance.reference.assignor import TP
 from conformance.reference.codes import NONE, OFFSET_OUT_OF_RANGE, error_name
 from conformance.reference.connection import ConnectionLost
@@ -44,6 +49,10 @@ class FatalClientError(Exception):
 
 class PartitionConsumer:
     """The data path shared by the reference members (see the module docstring)."""
+
+    #: Partitions whose revoke the history records but which the member still fetches and hands to
+    #: its application (the ``consume-revoked`` fault; a subclass replaces it with its own set).
+    revoked_kept: set[TP] = frozenset()  # type: ignore[assignment]
 
     def log(self, message: str) -> None:
         print(f"[{self.cfg.member} {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
@@ -198,7 +207,7 @@ class PartitionConsumer:
             # ask again after a back-off rather than own the partition without ever fetching it.
             self.next_position_retry = time.monotonic() + config.REFERENCE_RETRY_BACKOFF_MS / 1000.0
             self.init_positions(unplaced)
-        tps = sorted(tp for tp in self.fetching if tp in self.positions and tp not in self.stalled)
+        tps = sorted(tp for tp in self.fetching | self.revoked_kept if tp in self.positions and tp not in self.stalled)
         if not tps:
             self._sleep(0.05)
             return
@@ -213,6 +222,7 @@ class PartitionConsumer:
                                log_start_offset=-1, partition_max_bytes=256 << 10) for p in ps])
                                for t, ps in sorted(by_topic.items())],
                            forgotten_topics_data=[], rack_id=self.cfg.rack_id or "")
+        poll_ts = now_ms()
         try:
             resp = self.data.request(req)
         except ConnectionLost as exc:
@@ -228,13 +238,14 @@ class PartitionConsumer:
                 elif part.error_code != NONE:
                     self.error(f"Fetch {tp[0]}-{tp[1]}: {error_name(part.error_code)}")
                 elif part.records:
-                    self.process(tp, bytes(part.records))
+                    self.process(tp, bytes(part.records), poll_ts)
                 if self._interrupted():
                     return
 
-    def process(self, tp: TP, raw: bytes) -> None:
-        """Process the records of one partition from its position; one ``consumed`` event per batch."""
-        if tp not in self.fetching or tp not in self.positions:
+    def process(self, tp: TP, raw: bytes, poll_ts: float) -> None:
+        """Process the records of one partition from its position; one ``consumed`` event per batch
+        (``poll_ts``: when the fetch that returned them was sent)."""
+        if (tp not in self.fetching and tp not in self.revoked_kept) or tp not in self.positions:
             return
         position = self.positions[tp]
         first = last = None
@@ -262,6 +273,6 @@ class PartitionConsumer:
         if count:
             self.positions[tp] = position
             self.history.record("consumed", topic=tp[0], partition=tp[1], first_offset=first,
-                                last_offset=last, count=count)
-            if self.cfg.commit_mode == "sync-batch":
+                                last_offset=last, count=count, poll_ts=poll_ts)
+            if self.cfg.commit_mode == "sync-batch" and tp in self.fetching:
                 self.commit([tp], "batch")

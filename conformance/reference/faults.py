@@ -32,6 +32,16 @@ stall-retained             cooperative: after a rebalance in which it keeps a   
                            keeps owning and declaring it, heartbeats and
                            consumes its other partitions); the history tells
                            the truth: no ``consumed``, no revoke
+consume-revoked            cooperative: commits and records ``revoked`` as the    C1
+                           rule says (its callbacks are right), declares only
+                           its assignment, but keeps fetching the revoked
+                           partitions and handing their records to its
+                           application (recorded as ``consumed``)
+consume-fenced             on a fencing answer (UNKNOWN_MEMBER_ID,                C2
+                           ILLEGAL_GENERATION, FENCED_INSTANCE_ID) goes on
+                           fetching and handing records of everything it owned
+                           to its application for :data:`CONSUME_FENCED_MS`
+                           before it records ``lost`` and rejoins
 =========================  ===================================================  =========
 
 The KIP-848 member (``reference+consumer/FAULT``, :mod:`conformance.reference.consumer_member`)
@@ -60,6 +70,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from conformance.config import REFERENCE_CONSUME_FENCED_MS as CONSUME_FENCED_MS
 from conformance.config import REFERENCE_SLOW_SYNC_DELAY_MS as SLOW_SYNC_DELAY_MS
 from conformance.errors import UsageError
 from conformance.members.spec import CONSUMER_PROTOCOL_FAULTS, REFERENCE_FAULTS
@@ -140,6 +151,15 @@ class Faults:
     @property
     def stall_retained(self) -> bool:
         return "stall-retained" in self.names
+
+    @property
+    def consume_revoked(self) -> bool:
+        return "consume-revoked" in self.names
+
+    @property
+    def fence_delay_s(self) -> float:
+        """How long the member goes on consuming after a fencing answer before it acts on it."""
+        return CONSUME_FENCED_MS / 1000.0 if "consume-fenced" in self.names else 0.0
 
     @property
     def sync_delay_s(self) -> float:

@@ -137,6 +137,8 @@ class ReferenceMember(PartitionConsumer):
         self.fetching: set[TP] = set()       # what the history says we own (== owned unless skip-revoke)
         self.previous_owned: set[TP] = set() # owned one generation earlier (stale-owned-partitions)
         self.stalled: set[TP] = set()        # owned but never fetched again (stall-retained)
+        self.revoked_kept: set[TP] = set()   # revoked in the history, still consumed (consume-revoked)
+        self.fence_due: tuple[float, tuple[int, str]] | None = None  # consume-fenced: when to act on which answer
         self.eager_previous: set[TP] = set() # last eager assignment (sticky userData)
         self.positions: dict[TP, int] = {}
         self.committed: dict[TP, int] = {}
@@ -422,8 +424,12 @@ class ReferenceMember(PartitionConsumer):
                     self.history.record("revoked", partitions=[list(tp) for tp in sorted(revoked)])
                     self.fetching -= revoked
                     self.stalled -= revoked
-                    for tp in revoked:
-                        self.positions.pop(tp, None)
+                    if self.faults.consume_revoked:
+                        self.log(f"consume-revoked: keeps consuming {sorted(revoked)} after revoking them")
+                        self.revoked_kept |= revoked
+                    else:
+                        for tp in revoked:
+                            self.positions.pop(tp, None)
                 self.owned -= revoked
                 if self.faults.no_follow_up_rejoin:
                     self.log("no-follow-up-rejoin: not rejoining after revoking")
@@ -432,6 +438,7 @@ class ReferenceMember(PartitionConsumer):
         else:
             added = new
             self.previous_owned = set(self.owned)
+        self.revoked_kept -= added   # given back: owned again
         self.init_positions(sorted(added - set(self.positions)))
         self.owned |= added
         self.fetching |= added
@@ -545,9 +552,26 @@ class ReferenceMember(PartitionConsumer):
         finally:
             self.executor.shutdown(wait=False, cancel_futures=True)
 
+    def _delay_fence(self, fenced: tuple[int, str] | None) -> tuple[int, str] | None:
+        """consume-fenced: the first fencing answer is acted on only :data:`CONSUME_FENCED_MS` later
+        (meanwhile the member fetches and hands records of what it owned to its application); the
+        answers that come in between are the same fence."""
+        if self.fence_due is None:
+            if fenced is not None:
+                self.log(f"consume-fenced: goes on consuming {sorted(self.fetching)} after {fenced[1]}")
+                self.fence_due = (time.monotonic() + self.faults.fence_delay_s, fenced)
+            return None
+        due, first = self.fence_due
+        if time.monotonic() < due:
+            return None
+        self.fence_due = None
+        return first
+
     def step(self) -> None:
         with self._flag_lock:
             fenced, self.fenced_reason = self.fenced_reason, None
+        if self.faults.fence_delay_s and self.join_future is None:
+            fenced = self._delay_fence(fenced)
         if fenced is not None and self.join_future is None:
             self.error(fenced[1])
             self.lose_everything(fenced[0], fenced[1])

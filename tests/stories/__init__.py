@@ -7,7 +7,7 @@ judge must find: ``fails=(invariant, [fragment, ...])``, each fragment held by s
 that invariant's violations, or nothing when the story is allowed or passes (the test next to
 it says which). The stories sit by family, beside the checks they exercise:
 :mod:`stories.encoding` (E), :mod:`stories.leadership` (L), :mod:`stories.revoke` (R),
-:mod:`stories.delivery` (D), :mod:`stories.convergence` (V1), :mod:`stories.consumer` (K, and
+:mod:`stories.delivery` (D), :mod:`stories.consumption` (C), :mod:`stories.convergence` (V1), :mod:`stories.consumer` (K, and
 the classic rules of a consumer group) and :mod:`stories.cells` (eager, cut short, damaged
 inputs). P1's stories are in ``tests/test_pipeline_progress.py``.
 
@@ -63,7 +63,7 @@ def write_cell(root: Path, run_id: str, name: str | None = None, **kw: Any) -> P
     return s.build(CooperativeRun(root, run_id, **{**s.cell, **kw}))
 
 
-from stories import cells, consumer, convergence, delivery, encoding, leadership, revoke  # noqa: E402,F401  (fill STORIES)
+from stories import cells, consumer, consumption, convergence, delivery, encoding, leadership, revoke  # noqa: E402,F401  (fill STORIES)
 from stories.cells import bad_manifest_story, cut_short_story, eager_story, malformed_story  # noqa: E402
 
 _JUDGED: dict[str, tuple[Path, list[dict]]] = {}

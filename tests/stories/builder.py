@@ -106,9 +106,11 @@ class CellBuilder:
     def lost(self, m: str, ts: float, tps: Iterable[TP]) -> None:
         self.event(m, ts, "lost", partitions=[[t, p] for t, p in tps])
 
-    def consumed(self, m: str, ts: float, topic: str, p: int, first: int, last: int) -> None:
+    def consumed(self, m: str, ts: float, topic: str, p: int, first: int, last: int,
+                 poll_ts: float | None = None) -> None:
+        extra = {} if poll_ts is None else {"poll_ts": float(poll_ts)}
         self.event(m, ts, "consumed", topic=topic, partition=p, first_offset=first, last_offset=last,
-                   count=last - first + 1)
+                   count=last - first + 1, **extra)
 
     def produced(self, ts: float, topic: str, p: int, first: int, last: int) -> None:
         self.event("producer", ts, "produced", topic=topic, partition=p, first_offset=first, last_offset=last,

@@ -121,7 +121,7 @@ func (h *History) setContext(key string, value any) {
 func (h *History) Record(event string, fields map[string]any) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	entry := map[string]any{"ts": float64(time.Now().UnixNano()) / 1e6, "event": event}
+	entry := map[string]any{"ts": nowMs(), "event": event}
 	for k, v := range h.base {
 		entry[k] = v
 	}
@@ -313,8 +313,11 @@ func (m *Member) forget(tps []tp) {
 	}
 }
 
+// nowMs is the history's clock: epoch milliseconds.
+func nowMs() float64 { return float64(time.Now().UnixNano()) / 1e6 }
+
 // process handles one poll's records, partition by partition (rebalances are blocked meanwhile).
-func (m *Member) process(ctx context.Context, fetches kgo.Fetches) {
+func (m *Member) process(ctx context.Context, fetches kgo.Fetches, pollTs float64) {
 	delay := time.Duration(m.cfg.ProcessingDelayMs) * time.Millisecond
 	var consumed []tp
 	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
@@ -329,7 +332,7 @@ func (m *Member) process(ctx context.Context, fetches kgo.Fetches) {
 		m.mu.Lock()
 		m.groupContext(m.cl)
 		m.hist.Record("consumed", map[string]any{"topic": p.Topic, "partition": p.Partition,
-			"first_offset": first.Offset, "last_offset": last.Offset, "count": len(p.Records)})
+			"first_offset": first.Offset, "last_offset": last.Offset, "count": len(p.Records), "poll_ts": pollTs})
 		if m.cfg.CommitMode != "auto" {
 			m.uncommitted[key] = last
 		}
@@ -445,6 +448,7 @@ func run(cfg *Config, hist *History) int {
 	}()
 	for ctx.Err() == nil {
 		pollCtx, pollCancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		pollTs := nowMs()
 		fetches := cl.PollRecords(pollCtx, 500)
 		pollCancel()
 		if m.classicInstead() != "" {
@@ -466,7 +470,7 @@ func run(cfg *Config, hist *History) int {
 		if closed {
 			break
 		}
-		m.process(ctx, fetches)
+		m.process(ctx, fetches, pollTs)
 		cl.AllowRebalance()
 	}
 	cl.CloseAllowingRebalance()

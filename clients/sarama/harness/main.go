@@ -101,6 +101,9 @@ func openHistory(cfg *Config) (*History, error) {
 		"client_version": cfg.ClientVersion}, ctx: map[string]any{}}, nil
 }
 
+// nowMs is the history's clock: epoch milliseconds.
+func nowMs() float64 { return float64(time.Now().UnixNano()) / 1e6 }
+
 func (h *History) setContext(key string, value any) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -110,7 +113,7 @@ func (h *History) setContext(key string, value any) {
 func (h *History) Record(event string, fields map[string]any) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	entry := map[string]any{"ts": float64(time.Now().UnixNano()) / 1e6, "event": event}
+	entry := map[string]any{"ts": nowMs(), "event": event}
 	for k, v := range h.base {
 		entry[k] = v
 	}
@@ -243,6 +246,7 @@ func (h *Handler) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.Consu
 	msgs := claim.Messages()
 	closed := false
 	for !closed {
+		pollTs := nowMs() // the application starts waiting for the claim's next messages
 		select {
 		case <-s.Context().Done():
 			return nil // session ends: Cleanup records the revoke
@@ -250,6 +254,11 @@ func (h *Handler) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.Consu
 			if !ok {
 				closed = true
 				break
+			}
+			if s.Context().Err() != nil {
+				// select picks at random among ready cases: a message that raced the session's end
+				// is not processed (the application checks the session first, as Sarama's docs ask).
+				return nil
 			}
 			batch := []*sarama.ConsumerMessage{msg}
 		drain:
@@ -272,7 +281,7 @@ func (h *Handler) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.Consu
 			h.mu.Lock()
 			h.sessionContext(s)
 			h.hist.Record("consumed", map[string]any{"topic": key.Topic, "partition": key.Partition,
-				"first_offset": batch[0].Offset, "last_offset": last.Offset, "count": len(batch)})
+				"first_offset": batch[0].Offset, "last_offset": last.Offset, "count": len(batch), "poll_ts": pollTs})
 			h.positions[key] = last.Offset + 1
 			var pending [][]any
 			switch h.cfg.CommitMode {

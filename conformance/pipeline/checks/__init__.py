@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from conformance.pipeline.checks import consumer, delivery, encoding, leadership, progress, revoke
+from conformance.pipeline.checks import consumer, consumption, delivery, encoding, leadership, progress, revoke
 from conformance.pipeline.derived import Tables
 
 Check = Callable[[Tables], list[dict]]
@@ -35,6 +35,10 @@ CATALOG: dict[str, tuple[Check, str]] = {
                             "rebalance is measured as pause_ms; a stall with records waiting is P1's)"),
     "R4": (revoke.check_r4, "a revoked partition reaches its new owner within the revoke bound"),
     "R5": (revoke.check_r5, "cooperative exactly when all members support it; eager members revoke all before rejoin"),
+    "C1": (consumption.check_c1, "every record a member hands to its application is of a partition its own history "
+                                 "owns at that moment"),
+    "C2": (consumption.check_c2, "after a fencing answer a member hands no record of a partition it held to its "
+                                 "application until it is given that partition again (its poll in flight excepted)"),
     "K1": (consumer.check_k1, "a member id's epochs only grow (reset only after a leave or a fence)"),
     "K2": (consumer.check_k2, "classic members in a consumer group get the broker's assignment and run no assignor"),
     "K3": (consumer.check_k3, "every consumer member converges to its assignment within the rebalance timeout"),

@@ -182,6 +182,7 @@ public final class Main {
     private void loop() throws Fatal {
         while (running) {
             ConsumerRecords<byte[], byte[]> records;
+            double pollTs = History.nowMs();
             try {
                 records = consumer.poll(Duration.ofMillis(100));
             } catch (WakeupException | InterruptException ex) {
@@ -207,7 +208,7 @@ public final class Main {
                 long first = list.get(0).offset();
                 long last = list.get(list.size() - 1).offset();
                 history.record("consumed", "topic", tp.topic(), "partition", tp.partition(),
-                        "first_offset", first, "last_offset", last, "count", list.size());
+                        "first_offset", first, "last_offset", last, "count", list.size(), "poll_ts", pollTs);
                 consumed.put(tp, last + 1);
                 batch.put(tp, new OffsetAndMetadata(last + 1));
             }
