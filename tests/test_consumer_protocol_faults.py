@@ -62,3 +62,12 @@ def test_a_stale_epoch_fails_k1_alone_and_its_refused_commit_is_no_k4_finding(ve
     assert failing == {"K1"}, {k: [x["message"] for x in v["invariants"][k]["violations"]] for k in failing}
     for f in v["invariants"]["K1"]["violations"]:
         assert f["culprit"] == MEMBER and f["evidence"]["sent_epoch"] == f["evidence"]["given_epoch"] - 1, f
+
+
+def test_ignore_fenced_also_fails_c2_citing_the_fence(verdicts):
+    # The member keeps handing its old partitions' records to its application after the broker fenced
+    # it: besides the overlap (R2), C2 names the fencing answer it ignored.
+    result = verdicts["ignore-fenced"]["invariants"]["C2"]
+    assert result["status"] == "fail", result
+    assert all(f["culprit"] == MEMBER and f["evidence"]["fence_error"] in ("UNKNOWN_MEMBER_ID", "FENCED_MEMBER_EPOCH")
+               for f in result["violations"]), result["violations"]

@@ -1,0 +1,67 @@
+"""C1 and C2 fail on real runs of the reference member built to break them, and only them.
+
+Two recorded cells (broker 4.4.0, fixtures/client-behaviour/), each m0-reference with one fault
+beside m1-java and m2-librdkafka (classic, cooperative-sticky):
+
+- ``consume-revoked`` (rolling restart): its callbacks are right (it commits, records ``revoked``
+  and declares only its assignment) but it goes on handing the revoked partitions' records to its
+  application while java or librdkafka owns them: C1, naming m0 and the owner it harmed.
+- ``consume-fenced`` (m0 paused past its session): resumed, it is answered UNKNOWN_MEMBER_ID and
+  goes on handing records of everything it held to its application for 3 s before it records
+  ``lost``: its history owns them meanwhile, so C1 holds and C2 fails, citing the wire answer.
+
+Both are judged with the session's other recorded runs by one real ``conformance report``
+(tests/recorded.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from recorded import unpack
+
+pytestmark = [pytest.mark.slow]
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "client-behaviour"
+#: fault -> (archive, the invariant it must fail alone).
+FAULTS = {
+    "consume-revoked": ("reference-consume-revoked-rolling-restart.tar.xz", "C1"),
+    "consume-fenced": ("reference-consume-fenced-pause.tar.xz", "C2"),
+}
+MEMBER = "m0-reference"
+
+
+def recorded_copies(root: Path) -> dict[str, Path]:
+    """The two recorded cells, as recorded (each fault is the member's own)."""
+    return {fault: unpack(FIXTURES / archive, root / fault) for fault, (archive, _inv) in FAULTS.items()}
+
+
+@pytest.fixture(scope="module")
+def verdicts(recorded_verdicts) -> dict[str, dict]:
+    return recorded_verdicts
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_each_fault_fails_its_invariant_alone_blaming_the_reference(verdicts, fault):
+    inv = FAULTS[fault][1]
+    v = verdicts[fault]
+    failing = {k for k, i in v["invariants"].items() if i["status"] != "pass"}
+    assert failing == {inv}, {k: [x["message"] for x in v["invariants"][k]["violations"]][:3] for k in failing}
+    for f in v["invariants"][inv]["violations"]:
+        assert f["culprit"] == MEMBER, f
+
+
+def test_c1_names_the_owner_the_zombie_harmed(verdicts):
+    for f in verdicts["consume-revoked"]["invariants"]["C1"]["violations"]:
+        assert f["evidence"]["ownership_ended_by"] == "revoked", f
+        assert f["evidence"]["harmed"] and set(f["evidence"]["harmed"]) <= {"m1-java", "m2-librdkafka"}, f
+        assert "owned it meanwhile" in f["message"], f["message"]
+
+
+def test_c2_cites_the_fencing_answer_on_the_wire(verdicts):
+    (f,) = verdicts["consume-fenced"]["invariants"]["C2"]["violations"]
+    assert f["evidence"]["fence_error"] == "UNKNOWN_MEMBER_ID", f
+    assert f["evidence"]["first_poll_ts"] > f["evidence"]["fence_ts"], f
+    assert f"wire.jsonl:{f['evidence']['fence_line']}" in f["message"], f["message"]
