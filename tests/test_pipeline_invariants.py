@@ -115,6 +115,8 @@ def test_allowed_anomalies_pass(judged):
     # The poll that handed m1 records after its fencing answer began before it: in flight, no C2 finding.
     assert _inv(judged, "break-c2-poll-in-flight-allowed", "C2")["status"] == "pass"
     assert _inv(judged, "break-c2-poll-in-flight-allowed", "C1")["status"] == "pass"
+    # One more round after the steady state: within two generations per member started.
+    assert _inv(judged, "break-v2-one-more-round-allowed", "V2")["status"] == "pass"
     # The re-read follows a pause: counted, attributed, not a failure.
     assert _inv(judged, "break-d3-allowed", "D3")["status"] == "pass"
     # A pause never healed (an interrupted run) excuses an overlap until the run's end.

@@ -77,3 +77,35 @@ def v1_kill_allowed(b: CooperativeRun) -> Path:
     b.sync(4, 41100, "m1", {"m1": ALL4})
     b.assigned("m1", 41200, ALL4[2:])
     return b.teardown(m2=False)
+
+
+def _rejoins(b: CooperativeRun, generations: range, opener: str = "m2") -> None:
+    """Rounds that move nothing: ``opener`` sends its JoinGroup 30 ms before the other member, every
+    2 s from 20 s on; each forms the next generation with the final assignment, led by m1."""
+    for k, gen in enumerate(generations):
+        ts = 20000 + 2000 * k
+        subs = {"m1": b.subscription("m1", owned=ALL4[:2], generation=gen - 1),
+                "m2": b.subscription("m2", owned=ALL4[2:], generation=gen - 1)}
+        other = "m1" if opener == "m2" else "m2"
+        b.join(gen, ts, "m1", subs, sent={opener: ts - 30, other: ts})
+        b.sync(gen, ts + 100, "m1", {"m1": ALL4[:2], "m2": ALL4[2:]})
+
+
+@story(fails=("V2", ["the group formed 8 generations in a run without faults", "need at most 4",
+                     "rounds opened by m2 7, m1 1"]))
+def v2(b: CooperativeRun) -> Path:
+    """After the steady state (generation 3, two members started), m2 rejoins every 2 s (20-28 s) and
+    the group forms generations 4-8 with the same assignment: ownership never moves, the group never
+    stops rebalancing."""
+    b.through_steady()
+    _rejoins(b, range(4, 9))
+    return b.teardown()
+
+
+@story()
+def v2_one_more_round_allowed(b: CooperativeRun) -> Path:
+    """As v2, but only generation 4 follows: four generations for two members started, within the
+    bound."""
+    b.through_steady()
+    _rejoins(b, range(4, 5))
+    return b.teardown()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from conformance.pipeline.checks import consumer, consumption, delivery, encoding, leadership, progress, revoke
+from conformance.pipeline.checks import consumer, consumption, delivery, encoding, leadership, progress, rebalances, revoke
 from conformance.pipeline.derived import Tables
 
 Check = Callable[[Tables], list[dict]]
@@ -50,6 +50,7 @@ CATALOG: dict[str, tuple[Check, str]] = {
     "P1": (progress.check_p1, "a live, unpaused owner consumes a partition with records available within the "
                               "convergence bound"),
     "V1": (delivery.check_v1, "the group converges after the last fault; no member crashes"),
+    "V2": (rebalances.check_v2, "after the last fault the group forms at most two generations per membership change"),
 }
 
 
