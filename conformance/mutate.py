@@ -1352,6 +1352,67 @@ def rebalance_storm(run: RunEdit) -> tuple[str | None, str]:
                     f"after the last fault (bound {2 * changes})")
 
 
+def resumed_below_commit_in_fault(run: RunEdit) -> tuple[str | None, str]:
+    """D3 (rule D3/fault narrowed). A member takes over a partition whose owner a fault made look
+    dead (a kill, a pause) and resumes two records below the offset committed before the fault: it
+    ignored an accepted commit, which no fault excuses. The first handover inside a fault window of
+    the previous owner whose new owner's first batch starts at or above the last commit the broker
+    accepted before that fault, with two records or more committed (the batch is extended down)."""
+    commits = _accepted_commits(run)
+    ivs = run.intervals()
+    faults = [f for f in run.nemesis if f.get("phase") == "invoke" and f.get("fault") in _WINDOW_FAULTS]
+    for iv in ivs:
+        # The previous owner: the last other member that held the partition before (a dead-looking one
+        # may still hold it when the new owner takes it: R2/fault-window).
+        prev = [o for o in ivs if o.tp == iv.tp and o.member != iv.member and o.start_ts < iv.start_ts]
+        if not prev:
+            continue
+        fault = next((f for f in faults if f.get("target") == prev[-1].member
+                      and f["ts"] <= iv.start_ts <= f["ts"] + 2 * run.session_ms + run.heartbeat_ms), None)
+        if fault is None:
+            continue
+        before = [c for c in commits if c[3] == iv.tp and c[0] < fault["ts"]]
+        cons = run.consumed(iv.member, iv.tp, iv.start_ts, iv.end_ts)
+        if not before or not cons or before[-1][4] < 2:
+            continue
+        committed = before[-1][4]
+        first = run.histories[iv.member][cons[0]]
+        if first["first_offset"] < committed:
+            continue
+        first["count"] += first["first_offset"] - (committed - 2)
+        first["first_offset"] = committed - 2
+        return iv.member, (f"{iv.member} took {_fmt(iv.tp)} over from {prev[-1].member} during its {fault['fault']} "
+                           f"and resumed at offset {committed - 2}, below the offset {committed} committed before "
+                           f"the fault")
+    raise NotApplicable("no handover inside a fault window whose new owner resumed at or above the last accepted commit")
+
+
+def unowned_reread(run: RunEdit) -> tuple[str | None, str]:
+    """D3 (rule D3/rebalance narrowed). A member that revoked a partition goes on reading it: it
+    re-reads the first batch the new owner read of it, 20 ms later, without owning it. The first
+    cooperative handover whose new owner read a batch within the revoke bound."""
+    ivs = run.intervals()
+    for iv in ivs:
+        if iv.end_reason != "revoked" or iv.end_i is None:
+            continue
+        for new in ivs:
+            if new.tp != iv.tp or new.member == iv.member or not iv.end_ts <= new.start_ts <= iv.end_ts + run.revoke_ms:
+                continue
+            cons = run.consumed(new.member, new.tp, new.start_ts, new.end_ts)
+            if not cons:
+                continue
+            batch = run.histories[new.member][cons[0]]
+            events = run.histories[iv.member]
+            at = next((k for k, e in enumerate(events) if e["ts"] > batch["ts"] + 20), len(events))
+            events.insert(at, run.event_like(events[iv.end_i], "consumed", batch["ts"] + 20, topic=iv.tp[0],
+                                             partition=iv.tp[1], first_offset=batch["first_offset"],
+                                             last_offset=batch["last_offset"], count=batch["count"],
+                                             poll_ts=batch["ts"] + 10))
+            return iv.member, (f"{iv.member} revoked {_fmt(iv.tp)} and re-read offsets {batch['first_offset']}.."
+                               f"{batch['last_offset']} after {new.member} had read them")
+    raise NotApplicable("no handover whose new owner read a batch")
+
+
 @dataclass(frozen=True)
 class Mutation:
     """One anomaly class: its name, the invariant that must fail, and the edit (see the module docstring)."""
@@ -1385,6 +1446,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("stale-generation-commit", "D2", stale_generation_commit),
     Mutation("reread-after-rebalance", "D3", reread_after_rebalance),
     Mutation("new-owner-ignores-commit", "D3", new_owner_ignores_commit),
+    Mutation("resumed-below-commit-in-fault", "D3", resumed_below_commit_in_fault),
+    Mutation("unowned-reread", "D3", unowned_reread),
     Mutation("stalled-partition", "P1", stalled_partition),
     Mutation("unowned-at-end", "V1", unowned_at_end),
     Mutation("rebalance-storm", "V2", rebalance_storm),

@@ -118,5 +118,5 @@ def compute(t: Tables) -> dict[str, dict]:
 
 def _cause():
     """What a duplicate is attributed to (see the module docstring), over :func:`duplicates`' rows."""
-    return (F.when(F.col("faults").isNotNull(), F.concat(F.lit("fault:"), F.array_join(F.array_sort("faults"), "+")))
+    return (F.when(F.col("by_fault"), F.concat(F.lit("fault:"), F.array_join(F.array_sort("faults"), "+")))
             .when(F.col("by_rebalance"), F.lit("rebalance")).otherwise(F.lit("unexplained")))

@@ -194,11 +194,18 @@ def duplicates(t: Tables):
     - ``acquired_ts``: when the re-reader's ownership of the partition began (null: it did not own it);
     - ``committed_before``: the offset of the last commit the broker accepted before that (the
       latest, not the highest: an out-of-order commit may have moved it back, D2);
-    - ``by_rebalance``: rule D3/rebalance applies: the re-reader acquired the partition between the
-      two reads, or another member read the records first, and the re-read starts at or above
-      ``committed_before`` (a new owner resumes from the last commit, never below it);
+    - ``by_rebalance``: rule D3/rebalance applies: the re-reader owned the partition at the re-read
+      (its history assigned it: ``acquired_ts``), it acquired it between the two reads or another
+      member read the records first, and the re-read starts at or above ``committed_before`` (a
+      new owner resumes from the last commit, never below it);
     - ``faults``: the dead-looking faults (:func:`common.fault_windows`) of the re-reader, the first
-      reader or the broker whose window overlaps the two reads (rule D3/fault), else null.
+      reader or the broker whose window overlaps the two reads, else null;
+    - ``committed_before_fault``: the offset of the last commit the broker accepted before the first
+      of those windows opened;
+    - ``by_fault``: rule D3/fault applies: ``faults`` and the re-read starts at or above
+      ``committed_before_fault`` (a fault may make a member re-read what it had not committed, never
+      what the group had: a member that resumes below an accepted commit after a broker restart is
+      the bug D3 exists for).
     """
     return t.shared("duplicates", lambda: _build_duplicates(t))
 
@@ -226,19 +233,25 @@ def _build_duplicates(t: Tables):
     cause_fault = (dup.join(win, "run")
                    .where(involved & (F.col("w_start") <= F.greatest("prev_ts", "ts"))
                           & (F.col("w_end") >= F.least("prev_ts", "ts")))
-                   .groupBy(*keys).agg(F.collect_set("fault").alias("faults")))
+                   .groupBy(*keys).agg(F.collect_set("fault").alias("faults"), F.min("w_start").alias("fault_start")))
+    fault_committed = (cause_fault.join(commits, ["run", "topic", "partition"])
+                       .where(F.col("c_ts") < F.col("fault_start"))
+                       .groupBy(*keys).agg(F.max_by("c_offset", "c_ts").alias("committed_before_fault")))
     handed_over = (F.col("prev_member") != F.col("member")) | F.coalesce(F.col("acquired_ts") > F.col("prev_ts"), F.lit(False))
     above_commit = F.col("committed_before").isNull() | (F.col("first_offset") >= F.col("committed_before"))
+    above_fault_commit = (F.col("committed_before_fault").isNull()
+                          | (F.col("first_offset") >= F.col("committed_before_fault")))
     return (dup.join(last_gen, keys, "left").join(acquired, keys, "left").join(committed, keys, "left")
-            .join(cause_fault, keys, "left")
-            .withColumn("by_rebalance", handed_over & above_commit))
+            .join(cause_fault, keys, "left").join(fault_committed, keys, "left")
+            .withColumn("by_rebalance", F.col("acquired_ts").isNotNull() & handed_over & above_commit)
+            .withColumn("by_fault", F.col("faults").isNotNull() & above_fault_commit))
 
 
 def check_d3(t: Tables) -> list[dict]:
     d = duplicates(t)
-    bad = d.where(~F.col("by_rebalance") & F.col("faults").isNull())
-    rule = F.when(F.col("faults").isNotNull(), F.lit("D3/fault")).otherwise(F.lit("D3/rebalance"))
-    allowed = (d.where(F.col("by_rebalance") | F.col("faults").isNotNull())
+    bad = d.where(~F.col("by_rebalance") & ~F.col("by_fault"))
+    rule = F.when(F.col("by_fault"), F.lit("D3/fault")).otherwise(F.lit("D3/rebalance"))
+    allowed = (d.where(F.col("by_rebalance") | F.col("by_fault"))
                .groupBy("run", "member", "prev_member", "topic", "partition", rule.alias("rule"))
                .agg(F.count("*").alias("ranges"), F.sum("dups").alias("dups"), F.min("ts").alias("ts"),
                     F.min("first_offset").alias("from_offset"), F.array_sort(F.flatten(F.collect_set(
@@ -247,7 +260,11 @@ def check_d3(t: Tables) -> list[dict]:
     out = []
     for r in bad:
         below = r["committed_before"] is not None and r["first_offset"] < r["committed_before"]
+        below_fault = r["committed_before_fault"] is not None and r["first_offset"] < r["committed_before_fault"]
         why = (f"below offset {r['committed_before']}, committed before it acquired the partition" if below else
+               f"below offset {r['committed_before_fault']}, committed before {', '.join(r['faults'])} began"
+               if below_fault else
+               f"without owning it (first read by {r['prev_member']})" if r["acquired_ts"] is None else
                "with no rebalance or fault since the first consumption"
                + ("" if r["prev_member"] == r["member"] else f" (first read by {r['prev_member']})"))
         out.append(violation("D3", r["run"], f"{r['member']} consumed {r['dups']} record(s) of {r['topic']}-{r['partition']} "
@@ -255,7 +272,9 @@ def check_d3(t: Tables) -> list[dict]:
                              partitions=[[r["topic"], r["partition"]]], ts=r["ts"], generation=r["after_generation"],
                              evidence={"first_consumed_ts": r["prev_ts"], "first_consumed_by": r["prev_member"],
                                        "duplicates": r["dups"], "acquired_ts": r["acquired_ts"],
-                                       "committed_before": r["committed_before"]}))
+                                       "committed_before": r["committed_before"],
+                                       "committed_before_fault": r["committed_before_fault"],
+                                       "faults": list(r["faults"] or [])}))
     for r in allowed:
         how = (f"during {', '.join(r['faults'])}" if r["rule"] == "D3/fault" else
                f"after taking it over from {r['prev_member']}" if r["prev_member"] != r["member"] else

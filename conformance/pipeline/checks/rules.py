@@ -109,12 +109,14 @@ _RULES: tuple[Rule, ...] = (
          "The session was cut, not rebalanced (as R3/fault-window); V1 judges that the group converges and "
          "owns every partition after the last fault."),
     Rule("D3/rebalance", "D3",
-         "a re-read by a member that acquired the partition between the two reads, or of records another "
-         "member read first, starting at or above no commit accepted before the re-reader acquired it",
+         "a re-read by a member that owned the partition then (its history assigned it) and acquired it "
+         "between the two reads, or of records another member read first, starting at or above the last "
+         "commit accepted before the re-reader acquired it",
          "A new owner resumes from the last committed offset; records consumed but not yet committed by "
          "the previous owner are delivered again (at-least-once delivery)."),
     Rule("D3/fault", "D3",
-         "a re-read while a fault window of the re-reader, the first reader or the broker is open",
+         "a re-read while a fault window of the re-reader, the first reader or the broker is open, "
+         "starting at or above the last commit the broker accepted before that window opened",
          "A member cut off or paused keeps fetching until it learns it was fenced; its last fetches overlap "
          "the new owner's reads (at-least-once delivery under faults)."),
     Rule("V1/migration-refused", "V1",
