@@ -1413,6 +1413,37 @@ def unowned_reread(run: RunEdit) -> tuple[str | None, str]:
     raise NotApplicable("no handover whose new owner read a batch")
 
 
+def declared_after_lost(run: RunEdit) -> tuple[str | None, str]:
+    """E5 (rule E5/clock-slack narrowed). A member's history records a partition lost 200 ms before
+    a JoinGroup that still declares it, and assigned again 100 ms after it (the client reported the
+    loss, then rejoined with its stale owned set; the group happened to give the partition back). The
+    slack of one heartbeat either side excused it; the history gave the partition up before the
+    JoinGroup, which no clock lag explains. The first rejoin of a cooperative member declaring a
+    partition it has owned for over a second, outside fault windows."""
+    ivs = run.intervals()
+    for i in run.frames("JoinGroup", "request"):
+        f = run.wire[i]
+        member = f.get("member")
+        if not f.get("member_id") or not run.cooperative_member(member):
+            continue
+        for _proto, sub in _cooperative_subscriptions(f):
+            owned = _flat(sub.owned_partitions)
+            held = [iv for iv in ivs if iv.member == member and iv.tp in owned
+                    and iv.start_ts < f["ts"] - 1000 and iv.end_ts > f["ts"] + 1000]
+            if not held or not run.quiet(f["ts"] - 1000, f["ts"] + 1000, [member]):
+                continue
+            iv = held[0]
+            events = run.histories[member]
+            lost = run.event_like(events[iv.start_i], "lost", f["ts"] - 200, partitions=[list(iv.tp)])
+            again = run.event_like(events[iv.start_i], "assigned", f["ts"] + 100, partitions=[list(iv.tp)])
+            for e in (lost, again):
+                at = next((k for k, x in enumerate(events) if x["ts"] > e["ts"]), len(events))
+                events.insert(at, e)
+            return member, (f"{member}'s history lost {_fmt(iv.tp)} 200 ms before its JoinGroup at {f['ts']:.0f} "
+                            f"(wire line {i + 1}), which still declares it, and got it back 100 ms after")
+    raise NotApplicable("no cooperative rejoin declaring a partition held for over a second either side")
+
+
 @dataclass(frozen=True)
 class Mutation:
     """One anomaly class: its name, the invariant that must fail, and the edit (see the module docstring)."""
@@ -1429,6 +1460,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("non-canonical-subscription", "E4", non_canonical_subscription),
     Mutation("stale-claim", "E5", stale_claim),
     Mutation("forgotten-claim", "E5", forgotten_claim),
+    Mutation("declared-after-lost", "E5", declared_after_lost),
     Mutation("leader-sync-missing-member", "L1", leader_sync_missing_member),
     Mutation("partition-assigned-twice", "L2", partition_assigned_twice),
     Mutation("unbalanced-final", "L3", unbalanced_final),

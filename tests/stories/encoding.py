@@ -176,3 +176,30 @@ def e5_not_yet_applied_lost(b: CooperativeRun) -> Path:
     declares them owned: it gave them up, so the claim is stale."""
     return _generation_3_then_early_rejoin(b, before_rejoin=lambda: b.event(
         "m2", 12650, "lost", partitions=[["t", 2], ["t", 3]], generation=2))
+
+
+@story(fails=("E5", ["m1 declared owned t-0, t-1 in JoinGroup, which its history says it does not own",
+                     "its history lost them before"]))
+def e5_declared_after_lost(b: CooperativeRun) -> Path:
+    """m1's history records t-0, t-1 lost at 20 s (its session expired); 50 ms later it rejoins still
+    declaring them owned: the history gave them up before the JoinGroup, which no clock lag explains."""
+    b.through_steady()
+    b.lost("m1", 20000, ALL4[:2])
+    b.join(4, 20050, "m1", {"m1": b.subscription("m1", owned=ALL4[:2], generation=3),
+                            "m2": b.subscription("m2", owned=ALL4[2:], generation=3)})
+    b.sync(4, 20150, "m1", FINAL)
+    b.assigned("m1", 20200, ALL4[:2])
+    return b.teardown()
+
+
+@story()
+def e5_missing_slack_allowed(b: CooperativeRun) -> Path:
+    """m1 rejoins at 20 s declaring only t-0 (it revoked t-1 in its client); its history records the
+    revoke of t-1 50 ms later: the history lags the wire, allowed (visibly) by E5/clock-slack."""
+    b.through_steady()
+    b.join(4, 20000, "m1", {"m1": b.subscription("m1", owned=ALL4[:1], generation=3),
+                            "m2": b.subscription("m2", owned=ALL4[2:], generation=3)})
+    b.revoked("m1", 20050, ALL4[1:2])
+    b.sync(4, 20150, "m1", {"m1": ALL4[:1], "m2": ALL4[1:]})
+    b.assigned("m2", 20200, ALL4[1:2])
+    return b.teardown()

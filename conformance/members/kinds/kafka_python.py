@@ -69,6 +69,12 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "a join whose SyncGroup answer arrives after poll()'s timeout is thrown away: the next poll sends a "
                "new JoinGroup declaring the partitions that assignment took away, and never applies it",
                evidence=(("kind", "stale-claim"), ("assignment_applied", False))),
+    KnownIssue("kafka-python", "3.0.0", None, "E5", "docs/client-bugs/kafka-python-lost-partitions-declared.md "
+               "(kafka/coordinator/assignors/cooperative_sticky.py metadata; no upstream report yet)",
+               "after on_partitions_lost the cooperative-sticky assignor still encodes the lost partitions as owned "
+               "(its own last assignment, never reset): the member rejoins declaring them, in a v1 subscription "
+               "without a generation",
+               evidence=(("kind", "stale"), ("history_ended", "lost"))),
 )
 
 

@@ -209,35 +209,54 @@ def check_e5(t: Tables) -> list[dict]:
     applied = (t.events.where(F.col("generation").isNotNull()).select("run", "member", F.col("generation")
                                                                       .alias("sync_generation"))
                .distinct().withColumn("applied", F.lit(True)))
-    # History comparisons, with a heartbeat of slack between the two clocks (rule E5/clock-slack).
-    possibly = (declared.join(own, ["run", "member", "topic", "partition"])
-                .where((F.col("o_start") <= F.col("ts") + F.col("heartbeat_ms"))
-                       & (F.col("o_end") >= F.col("ts") - F.col("heartbeat_ms")))
-                .select(*key).distinct())
+    # History comparisons. Rule E5/clock-slack is one-sided: the history may lag the wire (a harness
+    # records an assignment or a revoke in the callback, after the client acted), never lead it: a
+    # declaration is excused only by an assignment the history records up to a heartbeat after the
+    # JoinGroup, never by an ownership the history ended before it.
+    gave_up = (declared.join(own, ["run", "member", "topic", "partition"])
+               .where((F.col("o_end") < F.col("ts")) & (F.col("o_end") >= F.col("ts") - F.col("heartbeat_ms")))
+               .select(*key).distinct())
     exactly = (declared.join(own, ["run", "member", "topic", "partition"])
                .where((F.col("o_start") <= F.col("ts")) & (F.col("o_end") >= F.col("ts"))).select(*key).distinct())
+    lagging = (declared.join(own, ["run", "member", "topic", "partition"])
+               .where((F.col("o_start") > F.col("ts")) & (F.col("o_start") <= F.col("ts") + F.col("heartbeat_ms")))
+               .select(*key).distinct().join(gave_up, key, "left_anti"))
+    possibly = exactly.unionByName(lagging).distinct()
     unclaimed = declared.join(claims.select(*key), key, "left_anti")   # what the wire check did not already name
     history_stale = unclaimed.join(possibly, key, "left_anti")
     # Rule E5/not-yet-applied: the claim is the last assignment received, which the history has not caught up with.
     pending = t.shared("e5-not-yet-applied", lambda: _not_yet_applied(t, history_stale, last, applied))
     stale = history_stale.join(pending.select(*key), key, "left_anti")
+    # How the history ended the member's last ownership of each stale declaration before the JoinGroup.
+    ended = (stale.join(t.ownership.select("run", "member", "topic", "partition", F.col("end_ts").alias("o_end"),
+                                           "end_reason"), ["run", "member", "topic", "partition"])
+             .where(F.col("o_end") <= F.col("ts"))
+             .groupBy(*key).agg(F.max_by("end_reason", "o_end").alias("ended")))
+    stale = stale.join(ended, key, "left")
     slack = unclaimed.join(possibly, key).join(exactly, key, "left_anti")
-    surely = (req.join(own, ["run", "member"])
-              .where((F.col("o_start") <= F.col("ts") - F.col("heartbeat_ms"))
-                     & (F.col("o_end") >= F.col("ts") + F.col("heartbeat_ms")))
-              .select("run", "member", "line", "ts", "topic", "partition"))
-    missing = surely.join(declared.select(*key), key, "left_anti")
+    # Owned by the history at the JoinGroup but not declared: excused (visibly, E5/clock-slack) only
+    # when the history ends that ownership up to a heartbeat after the JoinGroup (it lags the revoke).
+    held = (req.join(own, ["run", "member"])
+            .where((F.col("o_start") <= F.col("ts")) & (F.col("o_end") >= F.col("ts")))
+            .select("run", "member", "line", "ts", "topic", "partition",
+                    (F.col("o_end") <= F.col("ts") + F.col("heartbeat_ms")).alias("ending")))
+    undeclared = held.join(declared.select(*key), key, "left_anti")
+    missing = undeclared.where(~F.col("ending")).drop("ending")
+    slack_missing = undeclared.where(F.col("ending")).drop("ending")
     v0 = (t.subscriptions.where((F.col("source") == "request") & F.col("decode_error").isNull() & (F.col("version") == 0)
                                 & F.col("protocol_name").isin(*config.COOPERATIVE_ASSIGNORS))
           .join(coop_members, ["run", "member"]).groupBy("run", "member", "protocol_name")
           .agg(F.min("ts").alias("ts"), F.min("line").alias("line"), F.count("*").alias("frames")))
     cols = ["run", "member", "line", "ts", "topic", "partition"]
     rows, claim_rows, v0_rows, pending_rows = t.collect_many(
-        stale.select(*cols, F.lit("stale").alias("kind"))
-        .unionByName(missing.select(*cols, F.lit("missing").alias("kind")))
-        .unionByName(slack.select(*cols, F.lit("slack").alias("kind")))
+        stale.select(*cols, F.lit("stale").alias("kind"), F.coalesce("ended", F.lit("never")).alias("ended"))
+        .unionByName(missing.select(*cols, F.lit("missing").alias("kind"), F.lit(None).cast("string").alias("ended")))
+        .unionByName(slack.select(*cols, F.lit("slack").alias("kind"), F.lit(None).cast("string").alias("ended")))
+        .unionByName(slack_missing.select(*cols, F.lit("slack-missing").alias("kind"),
+                                          F.lit(None).cast("string").alias("ended")))
         .groupBy("run", "member", "line", "ts", "kind")
-        .agg(F.collect_list(F.struct("topic", "partition")).alias("tps")),
+        .agg(F.collect_list(F.struct("topic", "partition")).alias("tps"),
+             F.array_sort(F.collect_set("ended")).alias("ended")),
         claims.groupBy("run", "member", "line", "ts", "sync_line", "sync_ts", "sync_generation")
         .agg(F.collect_list(F.struct("topic", "partition")).alias("tps"))
         .join(applied, ["run", "member", "sync_generation"], "left"),
@@ -262,13 +281,15 @@ def check_e5(t: Tables) -> list[dict]:
         out.append(violation("E5", r["run"], f"{r['member']} declared {fmt_tps(parts)} owned in JoinGroup (wire line "
                              f"{r['line']}), but {since}: a stale claim", members=[r["member"]], culprit=r["member"],
                              partitions=parts, ts=r["ts"], evidence=evidence))
-    slack = [r for r in rows if r["kind"] == "slack"]
-    for r in slack:
+    for r in (r for r in rows if r["kind"] in ("slack", "slack-missing")):
         parts = tps(r["tps"])
-        out.append(violation("E5", r["run"], f"{r['member']} declared owned {fmt_tps(parts)} in JoinGroup (wire line "
-                             f"{r['line']}) within a heartbeat of its history's assignment or revoke",
+        what = ("declared owned {} in JoinGroup (wire line {}) up to a heartbeat before its history recorded "
+                "them assigned" if r["kind"] == "slack" else
+                "did not declare {} in JoinGroup (wire line {}), which its history recorded revoked or lost up to "
+                "a heartbeat after it")
+        out.append(violation("E5", r["run"], f"{r['member']} " + what.format(fmt_tps(parts), r["line"]),
                              members=[r["member"]], partitions=parts, ts=r["ts"],
-                             evidence={"wire_line": r["line"], "kind": "slack"}, allowed_by="E5/clock-slack"))
+                             evidence={"wire_line": r["line"], "kind": r["kind"]}, allowed_by="E5/clock-slack"))
     for r in pending_rows:
         parts = tps(r["tps"])
         out.append(violation(
@@ -279,13 +300,18 @@ def check_e5(t: Tables) -> list[dict]:
             ts=r["ts"], allowed_by="E5/not-yet-applied",
             evidence={"wire_line": r["line"], "kind": "not-yet-applied", "assignment_wire_line": r["sync_line"],
                       "assignment_generation": r["sync_generation"], "assignment_applied": False}))
-    for (run, member, kind, parts), joins in _same_declarations([r for r in rows if r["kind"] != "slack"]).items():
+    for (run, member, kind, parts), joins in _same_declarations([r for r in rows if not r["kind"].startswith("slack")]).items():
         lines = [r["line"] for r in joins]
         where = "JoinGroup" if len(lines) == 1 else f"{len(lines)} JoinGroups (wire lines {', '.join(map(str, lines))})"
         what = (f"declared owned {fmt_tps(parts)} in {where}, which its history says it does not own"
                 if kind == "stale" else f"owns {fmt_tps(parts)} per its history but did not declare them in {where}")
+        ended = sorted({e for r in joins for e in (r["ended"] or [])})
+        if ended:
+            what += f" (its history {' or '.join(e if e != 'never' else 'never assigned them' for e in ended)}"
+            what += " them before)" if ended != ["never"] else ")"
         out.append(violation("E5", run, f"{member} {what}", members=[member], culprit=member, partitions=list(parts),
                              ts=joins[0]["ts"], evidence={"wire_line": lines[0], "kind": kind,
+                                                          **({"history_ended": "+".join(ended)} if ended else {}),
                                                           **({"wire_lines": lines} if len(joins) > 1 else {})}))
     for r in v0_rows:
         out.append(violation("E5", r["run"], f"{r['member']} offered {r['protocol_name']} with a v0 subscription, which "

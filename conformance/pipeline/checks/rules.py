@@ -38,8 +38,10 @@ class Rule:
 
 _RULES: tuple[Rule, ...] = (
     Rule("E5/clock-slack", "E5",
-         "a declared partition that the member's history shows assigned or revoked within a heartbeat interval "
-         "of the JoinGroup (the wire's exact check, against the last SyncGroup response, still applies)",
+         "the history lagging the wire, one way only: a declared partition the member's history records assigned "
+         "up to a heartbeat interval after the JoinGroup, or an undeclared one it records revoked or lost up to a "
+         "heartbeat interval after it (never a declaration of what the history gave up before the JoinGroup; "
+         "the wire's exact check, against the last SyncGroup response, still applies)",
          "The wire tap and the harness are different processes stamping epoch ms, and a harness records an "
          "assignment in its callback, after the client took it: the history can lag the wire by up to a poll."),
     Rule("E5/not-yet-applied", "E5",
