@@ -1,5 +1,5 @@
 # The two commands of README.md. Each does all set-up (idempotent) first.
-.PHONY: matrix test test-nightly soak bootstrap setup setup-all lock
+.PHONY: matrix test test-nightly test-containers soak bootstrap setup setup-all lock
 
 matrix: setup            ## set up and run the default compatibility matrix
 	.venv/bin/conformance run
@@ -8,7 +8,12 @@ test: setup-all          ## set up and run the project's tests
 	.venv/bin/python -m pytest
 
 test-nightly: setup-all  ## the tests plus the nightly tier (long real cells: every reference fault, ...)
-	.venv/bin/python -m pytest --nightly
+	# SHARD=I/N: the I-th of N shards of them (whole modules), leaving the container backend's
+	# tests to make test-containers (the nightly workflow runs the shards and that as parallel jobs).
+	.venv/bin/python -m pytest --nightly $(if $(SHARD),--shard $(SHARD) -m "not containers")
+
+test-containers: setup-all  ## the container backend's tests, nightly tier included (needs a Docker engine)
+	.venv/bin/python -m pytest --nightly -m containers
 
 soak: setup             ## leak soak: 20 real cells, 5 interrupted with SIGINT; prints what remains (nothing)
 	.venv/bin/python bench/soak.py

@@ -7,9 +7,9 @@ seconds of the driver JVM's threads grouped as: ``jit`` (HotSpot's compiler thre
 and analysing what the Python side asks for), ``scheduler`` (DAG scheduler, listeners, RPC) and
 ``other``. CPU seconds depend less on what else runs on the host than wall seconds do.
 
-``--java-options`` runs a second side with extra JVM options (e.g. ``-XX:TieredStopAtLevel=1``),
-alternating plain, options, plain, options: a measurement of what a JVM setting would change, not
-a setting of the suite (the judge runs stock Spark, :mod:`conformance.pipeline.session`).
+The ``plain`` side's driver runs without JVM options (``config.SPARK_LOCAL_DRIVER_JAVA_OPTIONS``
+emptied); ``--java-options`` runs a second side with these instead (e.g. the suite's own,
+``-XX:TieredStopAtLevel=1``), alternating plain, options, plain, options.
 
     .venv/bin/python bench/pipeline_jvm_cpu.py RUN_DIR... [--pairs 2] [--java-options="-XX:..."]
 """
@@ -29,8 +29,7 @@ import json, os, re, sys, time
 from collections import Counter
 from pathlib import Path
 from conformance import config
-if sys.argv[3]:
-    config.SPARK_CONF["spark.driver.extraJavaOptions"] = sys.argv[3]
+config.SPARK_LOCAL_DRIVER_JAVA_OPTIONS = sys.argv[3]
 from conformance.pipeline import verdicts
 t0 = time.time()
 phases = {}

@@ -20,7 +20,7 @@ from conformance import config
 from conformance.containers.engine import compose_command, engine_for_tests, ensure_compose, labelled
 from conformance.members.spec import MemberSpec
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.containers]
 
 COMPOSE_FILE = config.REPO_ROOT / "docker-compose.yml"
 #: Every member service (``--profile all`` adds librdkafka, sarama, kafka-python and franz-go to the default

@@ -16,7 +16,7 @@ import pytest
 from conformance.containers.engine import LABEL_SUITE, labelled, remove_leftovers, run_labels
 from conformance.members.spec import MemberSpec
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.containers]
 
 BROKER = "4.4.0"
 

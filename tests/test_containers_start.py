@@ -23,7 +23,7 @@ from conformance.containers.engine import LABEL_RUN, LABEL_SUITE, remove_run_con
 from conformance.containers.network import TOXIPROXY, RunNetwork
 from conformance.members.spec import MemberSpec
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.containers]
 
 
 @pytest.fixture(scope="module")

@@ -30,6 +30,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.containers
+
 REPO = Path(__file__).resolve().parents[1]
 MIX = "reference,java,librdkafka,sarama"
 SEED = "31"

@@ -89,3 +89,22 @@ def test_report_on_a_standalone_cluster_gives_the_local_verdicts(standalone, tmp
     local = json.loads(json.dumps(judge([d.resolve() for d in dirs], tmp_path / "local"), sort_keys=True,
                                    default=str))
     assert json.loads(json.dumps(on_cluster, sort_keys=True, default=str)) == local
+
+
+def test_the_driver_on_a_named_cluster_gets_no_jvm_option(standalone):
+    # A driver started for --spark-master spark://... (in a process of its own, as conformance
+    # report starts it): neither its JVM's command line nor the application's driver options
+    # (Spark's own defaults only) carry the suite's.
+    master, _work = standalone
+    child = ("import sys; from pathlib import Path; from conformance.pipeline.session import get_session\n"
+             "s = get_session(sys.argv[1]); sc = s.sparkContext\n"
+             "print(repr(Path(f'/proc/{sc._gateway.proc.pid}/cmdline').read_bytes()))\n"
+             "print('OPTION=' + str(sc.getConf().get('spark.driver.extraJavaOptions', None)))\n"
+             "print('MASTER=' + sc.master)\n")
+    done = subprocess.run([sys.executable, "-c", child, master], env={**os.environ, "SPARK_LOCAL_IP": HOST},
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    cmdline, option, on = done.stdout.strip().splitlines()[-3:]
+    assert on == f"MASTER={master}"
+    assert "TieredStopAtLevel" not in cmdline, cmdline
+    assert option.startswith("OPTION=") and "TieredStopAtLevel" not in option, option

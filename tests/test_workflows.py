@@ -51,3 +51,44 @@ def test_every_step_runs_a_command_the_readme_documents(name):
                     f"{name}: {option} of {documented} is not in README.md"
         assert re.search(rf"(^|[\s`]){re.escape(documented)}([\s`]|$)", readme, re.M), \
             f"{name}: `{command}` calls {documented}, which README.md does not document"
+
+
+def _jobs_running(text: str, command: str) -> list[str]:
+    """The ``run:`` commands of ``text`` that start with ``command``."""
+    return [c for c in _run_commands(text) if c == command or c.startswith(command + " ")]
+
+
+def test_every_test_that_leaves_ci_runs_every_night():
+    # CI runs `make test` (the nightly tier skipped); the nightly workflow runs every shard of
+    # `make test-nightly SHARD=I/N` (all tests, the tier included, but the container backend's)
+    # and `make test-containers` (those), so no test is left out of a night.
+    ci = (WORKFLOWS / "ci.yml").read_text()
+    nightly = (WORKFLOWS / "nightly.yml").read_text()
+    assert _run_commands(ci) == ["make test"]
+    [sharded] = _jobs_running(nightly, "make test-nightly")
+    assert sharded == "make test-nightly SHARD=${{ matrix.shard }}/4", sharded
+    tests_job = nightly[nightly.index("\n  tests:"):nightly.index("\n  containers:")]
+    assert re.search(r"shard: \[1, 2, 3, 4\]", tests_job), "the tests job must run every shard of SHARD=I/4"
+    assert _jobs_running(nightly, "make test-containers") == ["make test-containers"]
+    makefile = (REPO_ROOT / "Makefile").read_text()
+    assert '-m pytest --nightly $(if $(SHARD),--shard $(SHARD) -m "not containers")' in makefile
+    assert "-m pytest --nightly -m containers" in makefile
+
+
+def test_shards_deal_every_module_to_exactly_one_shard():
+    # The real test modules, weighted as a nightly run weighs them (any weights: the deal is a partition).
+    from conftest import shard_of
+    modules = {p.name: len(p.read_text()) % 97 + 1 for p in (REPO_ROOT / "tests").glob("test_*.py")}
+    for n in (1, 2, 4, 7):
+        dealt = shard_of(modules, n)
+        assert set(dealt) == set(modules) and set(dealt.values()) <= set(range(1, n + 1))
+        assert len(set(dealt.values())) == min(n, len(modules))
+    # Heaviest first, each to the lightest shard so far: a (5) to 1, b (3) and c (2) to 2, d to the lower of two at 5.
+    assert shard_of({"a": 5, "b": 3, "c": 2, "d": 2}, 2) == {"a": 1, "b": 2, "c": 2, "d": 1}
+
+
+def test_the_readme_states_the_ci_budget():
+    readme = " ".join((REPO_ROOT / "README.md").read_text().split())
+    assert ("`make test` (what CI runs, `.github/workflows/ci.yml`) finishes within 30 minutes of tests on a "
+            "fresh clone with a warm cache on a 2-core machine") in readme
+    assert "make test-nightly SHARD=I/4" in readme and "make test-containers" in readme

@@ -4,7 +4,9 @@ Guarantee: :func:`get_session` returns the same session for every call in a
 process (Spark start costs seconds); the master of the first call wins,
 and a later call asking for a different master raises ``SuiteError`` rather
 than silently judging on the wrong cluster. The session is stock Spark with
-``config.SPARK_CONF``: no JVM flags, no extra jars, no session extensions.
+the settings of :func:`driver_settings`: ``config.SPARK_CONF``, and on a local master only one JVM
+option for the driver it launches (``config.SPARK_LOCAL_DRIVER_JAVA_OPTIONS``); no extra jars, no
+session extensions. On a cluster the user names, the driver's JVM and address are left to it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,27 @@ from conformance.pipeline import spark_logging
 _lock = threading.Lock()
 _session = None
 _master: str | None = None
+
+
+def is_local(master: str) -> bool:
+    """Whether ``master`` runs everything in the driver's own JVM (``local``, ``local[N]``, ``local[*]``,
+    ``local[N,F]``); ``local-cluster[...]`` starts workers of its own, so it is a cluster here."""
+    return master == "local" or master.startswith("local[")
+
+
+def driver_settings(master: str) -> dict[str, str]:
+    """The Spark settings a session on ``master`` starts with.
+
+    ``config.SPARK_CONF``; the driver's address settings only on a master of this machine
+    (``local...``, ``local-cluster[...]``: on a cluster the driver's address is the cluster's
+    business; ``spark.driver.memory`` stays); ``spark.driver.extraJavaOptions`` =
+    ``config.SPARK_LOCAL_DRIVER_JAVA_OPTIONS`` on a local master only (:func:`is_local`), never on
+    a cluster the user names."""
+    settings = {key: value for key, value in config.SPARK_CONF.items()
+                if master.startswith("local") or not key.startswith("spark.driver.") or key == "spark.driver.memory"}
+    if is_local(master) and config.SPARK_LOCAL_DRIVER_JAVA_OPTIONS:
+        settings["spark.driver.extraJavaOptions"] = config.SPARK_LOCAL_DRIVER_JAVA_OPTIONS
+    return settings
 
 
 def get_session(master: str | None = None):
@@ -46,10 +69,8 @@ def get_session(master: str | None = None):
             from pyspark.sql import SparkSession
 
             builder = SparkSession.builder.master(wanted).appName("conformance-pipeline")
-            for key, value in config.SPARK_CONF.items():
-                # On a cluster the driver's address is the cluster's business, not this machine's.
-                if wanted.startswith("local") or not key.startswith("spark.driver.") or key == "spark.driver.memory":
-                    builder = builder.config(key, value)
+            for key, value in driver_settings(wanted).items():
+                builder = builder.config(key, value)
             _session = builder.getOrCreate()
             _session.sparkContext.setLogLevel(config.SPARK_LOG_LEVEL)
         except Exception as exc:  # JVM missing, master unreachable, ...
