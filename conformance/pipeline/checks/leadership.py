@@ -539,12 +539,21 @@ def check_l4(t: Tables) -> list[dict]:
                 bare_moves = [tp for tp, (m, hs) in takings.items()
                               if all((run, h, m, tp) in without_generation for h in hs)]
                 bare_only = bool(bare_moves) and len(moved) - len(bare_moves) <= needed
+                # The culprit is the leader that planned the moves (one leader for every taking generation);
+                # the harmed are the members that lost a partition they could keep. Several leaders, or one
+                # unknown: the culprit is not known and every member that stayed is implicated.
+                culprit = taker_names[0] if len(taker_names) == 1 and all(n for n, _ in took) else None
+                # Beside a needed move, only the members whose generationless claims were moved were harmed.
+                losers = sorted({names.get(takings[tp][0], takings[tp][0])
+                                 for tp in (bare_moves if bare_only else moved)})
                 out.append(violation("L4", run, f"generation {g1} -> {g2} moved {len(moved)} partitions away from "
                                      f"members that stayed, {needed} would do: {fmt_tps(moved)} (taken by "
                                      f"{', '.join(taker_names) or 'an unknown leader'} in generation(s) "
-                                     f"{', '.join(map(str, gens_taking))})",
-                                     members=[names.get(m, m) for m in survivors]
-                                     + [n for n in taker_names if n not in {names.get(m, m) for m in survivors}],
+                                     f"{', '.join(map(str, gens_taking))}"
+                                     + (f"; taken from {', '.join(losers)})" if culprit else
+                                        "; culprit unknown: no single known leader planned them)"),
+                                     members=losers if culprit else [names.get(m, m) for m in survivors] + taker_names,
+                                     culprit=culprit, harmed=losers if culprit else None,
                                      generation=g2, partitions=[list(tp) for tp in moved],
                                      evidence={"moved": len(moved), "needed": needed, "from_generation": g1,
                                                "taken_in": gens_taking,
