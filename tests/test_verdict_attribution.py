@@ -162,3 +162,20 @@ def assert_grid_agrees_with_kinds(m: dict) -> None:
         assert bool(k["failed_cells"]) == bool(mine & {"fail", "flaky"}), (spec, k, mine)
         if not k["failed_cells"]:
             assert bool(k["known_issue_cells"]) == ("known-issue" in mine), (spec, k, mine)
+
+
+def test_every_invariant_has_one_severity_class():
+    # Declared once beside the catalog; a new invariant without a class is refused here.
+    from conformance.pipeline.checks import CATALOG, SEVERITIES, SEVERITY, worst_severity
+
+    assert set(SEVERITY) == set(CATALOG) and set(SEVERITY.values()) <= set(SEVERITIES)
+    assert (SEVERITY["R2"], SEVERITY["V1"], SEVERITY["E5"], SEVERITY["L4"]) == ("safety", "liveness", "protocol",
+                                                                                "efficiency")
+    assert worst_severity(["L4", "E5", "P1"]) == "liveness" and worst_severity([]) is None
+
+
+def test_the_cli_says_a_known_issue_cell_exits_0():
+    import conformance.cli
+
+    zero = conformance.cli.__doc__.split("- 0:")[1].split("- 1:")[0]
+    assert "known-issue" in zero and "exits 0" in zero

@@ -19,7 +19,8 @@ coverage, R5's final protocol, V1's convergence, L2 and L3's final
 generation, is not judged in it, while everything it did observe is), else
 "malformed" if input lines could not be used (listed in ``malformed`` with
 file and line), else "known-issue" if an invariant was, else "pass". Only
-"pass" passes a cell; "known-issue" is neither a pass nor a new failure.
+"pass" passes a cell; "known-issue" is neither a pass nor a new failure (it exits 0, as a
+pass does: :mod:`conformance.cli`).
 ``root_cause`` is the failing finding to read first (:func:`root_cause`).
 
 Outputs under ``out_dir``: ``tables/`` (Parquet: the input tables and the
