@@ -11,7 +11,8 @@ Stories:
 - A mutant of a clean recorded run (reference, java, librdkafka) in which one member skips a
   cooperative revoke and keeps a partition its new owner already consumes: two owners (R2). The
   culprit is not known (either may be at fault), so R2 marks exactly the pair of the two owners,
-  "safety", and nothing else.
+  "safety"; the skipping member's own stall (P1) and claim (E5), culprit it, mark its other pair
+  with their lesser classes.
 - On every recorded run here, the per-member table and the first grid say the same of each spec.
 """
 
@@ -74,7 +75,12 @@ def test_two_owners_show_safety_on_exactly_their_pair(recorded_verdicts):
     owners = {v["member_specs"][m] for m in r2["members"]}
     assert len(owners) == 2
     marked = _marked(build_matrix([v]))
-    assert marked == {tuple(sorted(owners)): ("fail", "safety")}, marked
+    assert {pair for pair, (_, severity) in marked.items() if severity == "safety"} == {tuple(sorted(owners))}
+    assert marked[tuple(sorted(owners))] == ("fail", "safety")
+    # The member that skipped its revoke also stalled the partition (P1) and declared its claims wrong
+    # (E5): its own acts, culprit it, harming the group as a whole; those mark its pairs, never as safety.
+    others = {pair: severity for pair, (_, severity) in marked.items() if pair != tuple(sorted(owners))}
+    assert all("reference@0.1.0" in pair and severity in ("liveness", "protocol") for pair, severity in others.items())
 
 
 def test_per_member_table_agrees_with_the_grid(recorded_verdicts):
@@ -84,3 +90,20 @@ def test_per_member_table_agrees_with_the_grid(recorded_verdicts):
     for v in everything:
         assert_grid_agrees_with_kinds(build_matrix([v]))
     assert_grid_agrees_with_kinds(build_matrix(everything))
+
+
+def test_the_rendered_report_opens_with_the_grid_and_links_the_known_issue(recorded_verdicts, tmp_path):
+    # The page as a maintainer opens it, in headless Chromium: the first table is the member x member
+    # grid, each entry has one status and links to its cells, and the known issue links to its
+    # client-bugs page, copied beside the report.
+    from conformance.report.site import write_site
+    from test_report_render import assert_structure, render_in_chromium
+
+    report = tmp_path / "report"
+    write_site(list(recorded_verdicts.values()), report)
+    dom = render_in_chromium(report / "index.html", tmp_path / "profile", screenshot=tmp_path / "report.png")
+    s = assert_structure(dom)
+    assert s["known_issue_links"] >= 2 and s["known_issue_unlinked"] == 0, s
+    assert (report / "client-bugs" / "franz-go-generationless-owned.md").is_file()
+    assert 'href="client-bugs/franz-go-generationless-owned.md"' in dom
+    assert (tmp_path / "report.png").stat().st_size > 20000

@@ -42,8 +42,9 @@ def version_key(version: str) -> tuple[int, ...]:
 class KnownIssue:
     """``kind`` versions from ``since`` (None: every earlier one) up to, not including, ``fixed``
     (None: not fixed) violate ``invariant``; ``reference`` is where the bug is documented. Only a
-    finding whose evidence has every (key, value) of ``evidence`` matches (empty: any finding of
-    ``invariant``)."""
+    finding whose culprit is of ``kind`` at an affected version and whose evidence has every (key,
+    value) of ``evidence`` matches; ``evidence`` is never empty (tests/test_verdict_attribution.py
+    refuses such a row: it would excuse any finding of ``invariant``)."""
 
     kind: str
     since: str | None

@@ -232,7 +232,12 @@ def _rollup(entries: list[dict], key) -> dict[tuple, dict]:
         g["severity"] = _worse_severity(g["severity"], e["severity"])
         for n in ("passes", "fails", "known_issues", "incompletes"):
             g[n] += e[n]
-        g["cells"] += [c for c in e["cells"] if c not in g["cells"]]
+        for c in e["cells"]:     # a cell once per group, with its worst result among the group's pairs
+            seen = next((x for x in g["cells"] if x["run"] == c["run"]), None)
+            if seen is None:
+                g["cells"].append(dict(c))
+            elif WORST_FIRST.index(c["result"]) < WORST_FIRST.index(seen["result"]):
+                seen.update(result=c["result"], severity=c["severity"])
         g["issues"] += [i for i in e["known_issue_refs"] if i not in g["issues"]]
     for g in out.values():
         g["status"] = _worst(g.pop("statuses"))

@@ -29,7 +29,7 @@ h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;padding:4px 8px;font-size:13px;vertical-align:top}
 th{background:#f4f4f4}.pass{background:#d9f2d9}.fail{background:#f8d0d0}.flaky{background:#fbe7b5}
 .unknown{background:#e0e0f0}.malformed{background:#f0e0f0}.incomplete{background:#e4e4e4}.known-issue{background:#cfe2f7}.none{background:#fafafa;color:#aaa}
-td.entry a{display:block;color:inherit;text-decoration:none}section.cell{margin:18px 0;padding:8px 12px;border:1px solid #ddd}
+td.entry a.status{display:block;color:inherit;text-decoration:none;font-weight:600}td.entry .cells a{margin-right:5px}section.cell{margin:18px 0;padding:8px 12px;border:1px solid #ddd}
 section.cell:target{outline:3px solid #4e79a7}pre{background:#f7f7f7;padding:6px;overflow:auto;font-size:12px;max-height:300px}
 .badge{display:inline-block;padding:1px 8px;border-radius:8px;font-size:12px}.small{font-size:12px;color:#555}
 .trend span{display:inline-block;width:12px;height:12px;margin-right:2px;border:1px solid #999}
@@ -48,6 +48,17 @@ window.addEventListener('load',function(){var t=document.querySelector('svg.time
   var l=[].slice.call(s.querySelectorAll('text.fault-label')).map(function(x){return x.getBBox();});
   for(var i=0;i<l.length;i++)for(var j=i+1;j<l.length;j++){var a=l[i],b=l[j];
    if(a.x<b.x+b.width&&b.x<a.x+a.width&&a.y<b.y+b.height&&b.y<a.y+a.height)collisions++;}});
+ var entries=document.querySelectorAll('td.entry'),statuses=0,unlinked=0,broken=0;
+ entries.forEach(function(td){var words=(td.innerText.match(/(^|\s)(pass|fail|flaky|known-issue|incomplete)(?=\s|$)/g)||[]).length;
+  if(words!==1||td.querySelectorAll('a.status').length!==1)statuses++;
+  var l=td.querySelectorAll('a[href^="#cell-"]');if(!l.length)unlinked++;
+  l.forEach(function(a){if(!document.getElementById(a.getAttribute('href').slice(1)))broken++;});});
+ var first=document.querySelector('table');
+ document.body.setAttribute('data-structure',JSON.stringify({first_table:first?first.className:'',entries:entries.length,
+ not_one_status:statuses,entries_without_cell_link:unlinked,broken_cell_links:broken,
+ zero_of_zero:document.body.innerText.indexOf('0/0')>=0,
+ known_issue_links:document.querySelectorAll('a.known-issue-link').length,
+ known_issue_unlinked:document.querySelectorAll('span.known-issue-link').length}));
  document.body.setAttribute('data-rendered',JSON.stringify({timeline:t?Math.round(t.getBoundingClientRect().width):0,
  bars:t?t.querySelectorAll('rect.own').length:0,matrix_rows:m?m.rows.length:0,cut:cut,label_collisions:collisions,
  ticks:document.querySelectorAll('svg.timeline text.tick').length,commands:document.querySelectorAll('pre.command').length}));});
@@ -70,9 +81,15 @@ def _cell_links(cells: list[dict]) -> str:
                     for i, c in enumerate(cells))
 
 
+def _short(ref: str) -> str:
+    """A known issue's reference in a few words: its client-bugs page's name, or the upstream reference."""
+    head = ref.split(" (", 1)[0]
+    return head.rsplit("/", 1)[-1].removesuffix(".md") if head.startswith("docs/client-bugs/") else head
+
+
 def _issue_link(ref: str, hrefs: dict[str, str], short: bool = False) -> str:
     """A known issue's reference, linked to its client-bugs page or upstream address where it has one."""
-    text = ref.split(" (", 1)[0] if short else ref
+    text = _short(ref) if short else ref
     href = hrefs.get(ref)
     return (f'<a class="known-issue-link" href="{escape(href)}">{escape(text)}</a>' if href
             else f'<span class="known-issue-link">{escape(text)}</span>')
@@ -87,8 +104,11 @@ def _entry(e: dict, hrefs: dict[str, str]) -> str:
         (c for c in cells if c["result"] != "pass"), cells[0])
     label = e["status"] + (f' &middot; {escape(e["severity"])}' if e.get("severity") and e["status"] != "pass" else "")
     n = len(cells)
-    count = (f"{e['passes']} of {n} cells passed" if e["status"] == "flaky" else f"{n} cell{'s' if n != 1 else ''}")
-    issues = "".join(f"<br>{_issue_link(r, hrefs, short=True)}" for r in e.get("known_issue_refs") or e.get("issues") or [])
+    passed = sum(c["result"] == "pass" for c in cells)
+    count = (f"{passed} of {n} cells passed" if e["status"] == "flaky" else f"{n} cell{'s' if n != 1 else ''}")
+    refs = e.get("known_issue_refs") or e.get("issues") or []
+    one = {_short(r): r for r in reversed(refs)}        # one link per page (L4 and R3 rows share one)
+    issues = "".join(f'<div class="small">known issue {_issue_link(r, hrefs, short=True)}</div>' for r in one.values())
     return (f'<td class="entry {escape(e["status"])}" data-status="{escape(e["status"])}"'
             f' data-severity="{escape(e.get("severity") or "")}">'
             f'<a class="status" href="#{_anchor(first["run"])}">{label}</a> '

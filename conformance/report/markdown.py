@@ -49,7 +49,8 @@ def _cells(verdicts: list[dict], links: dict[str, CellLinks]) -> list[str]:
 def _count(e: dict) -> str:
     """How many cells are behind an entry (how many passed it when they disagree): never "0/0"."""
     n = len(e["cells"])
-    return f"{e['passes']} of {n} passed" if e["status"] == "flaky" else f"{n} cell{'s' if n != 1 else ''}"
+    passed = sum(c["result"] == "pass" for c in e["cells"])
+    return f"{passed} of {n} passed" if e["status"] == "flaky" else f"{n} cell{'s' if n != 1 else ''}"
 
 
 def _status(e: dict) -> str:

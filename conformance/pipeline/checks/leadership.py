@@ -385,7 +385,7 @@ def check_l2(t: Tables) -> list[dict]:
     for r in dup:
         out.append(violation("L2", r["run"], f"generation {r['generation']} assigns {r['topic']}-{r['partition']} to "
                              f"{len(r['owners'])} members: {', '.join(sorted(r['owners']))} (leader {r['leader']})",
-                             members=r["owners"], culprit=r["leader"],
+                             members=r["owners"], culprit=r["leader"], harmed=r["owners"],
                              generation=r["generation"], partitions=[[r["topic"], r["partition"]]], ts=r["ts"],
                              evidence={"leader": r["leader"], "owners": sorted(r["owners"]),
                                        "wire_lines": list(r["lines"])}))
@@ -393,7 +393,7 @@ def check_l2(t: Tables) -> list[dict]:
         parts = [[x["topic"], x["partition"]] for x in r["tps"]]
         out.append(violation("L2", r["run"], f"generation {r['generation']} assigns {fmt_tps(parts)} to {r['who']}, "
                              f"which subscribed only to {', '.join(r['topics'])} (leader {r['leader']})",
-                             members=[r["who"]], culprit=r["leader"],
+                             members=[r["who"]], culprit=r["leader"], harmed=[r["who"]],
                              generation=r["generation"], partitions=parts, ts=r["ts"],
                              evidence={"leader": r["leader"], "subscribed": list(r["topics"]), "wire_line": r["line"]}))
     for r in incomplete:
@@ -421,7 +421,8 @@ def _final_counts(t: Tables):
 
 
 def check_l3(t: Tables) -> list[dict]:
-    rows = t.collect(_final_counts(t))
+    rows, leaders = t.collect_many(_final_counts(t), generation_leaders(t))
+    leader_of = leaders_by_generation(leaders)
     by_gen: dict[tuple, list] = defaultdict(list)
     for r in rows:
         by_gen[(r["run"], r["generation"], r["protocol_name"])].append(r)
@@ -431,9 +432,15 @@ def check_l3(t: Tables) -> list[dict]:
             continue
         counts = {(m["subject"] or m["subject_member_id"]): int(m["n"] or 0) for m in members}
         if max(counts.values()) - min(counts.values()) > 1:
+            # The culprit is the generation's leader, which planned it; harmed, the members at either
+            # extreme (overloaded or starved). No known leader: the culprit is not known.
+            leader = leader_of.get((run, gen), (None, None))[0]
+            extremes = [k for k, v in counts.items() if v in (max(counts.values()), min(counts.values()))]
             out.append(violation("L3", run, f"final generation {gen} ({proto}) is unbalanced: "
-                                 + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())),
-                                 members=list(counts), generation=gen, evidence={"counts": counts}))
+                                 + ", ".join(f"{k}={v}" for k, v in sorted(counts.items()))
+                                 + (f" (planned by leader {leader})" if leader else "; culprit unknown: no known leader"),
+                                 members=list(counts), culprit=leader, harmed=extremes if leader else None,
+                                 generation=gen, evidence={"counts": counts}))
     return out + _final_state_not_judged(t, "L3", "balance")
 
 
