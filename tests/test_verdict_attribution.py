@@ -179,3 +179,18 @@ def test_the_cli_says_a_known_issue_cell_exits_0():
 
     zero = conformance.cli.__doc__.split("- 0:")[1].split("- 1:")[0]
     assert "known-issue" in zero and "exits 0" in zero
+
+
+def test_every_client_bug_page_says_whether_it_is_filed():
+    # The report shows it beside each known issue: a page ready to file says "Filed: no ..." until it is.
+    from conformance import config
+    from conformance.report.issues import filed, page_of, upstream_url
+
+    pages = sorted((config.REPO_ROOT / "docs" / "client-bugs").glob("*.md"))
+    assert pages
+    for page in pages:
+        assert filed(f"docs/client-bugs/{page.name} (source)").startswith(("no", "yes")), page
+    assert page_of("docs/client-bugs/a-b.md (x)") == "docs/client-bugs/a-b.md" and page_of("IBM/sarama PR 2947") is None
+    assert upstream_url("IBM/sarama PR 2947") == "https://github.com/IBM/sarama/pull/2947"
+    assert upstream_url("confluentinc/librdkafka issue 4059") == "https://github.com/confluentinc/librdkafka/issues/4059"
+    assert filed("IBM/sarama PR 2947").startswith("yes")

@@ -141,8 +141,8 @@ def check_r2(t: Tables) -> list[dict]:
         first = cases[0]
         out.append(violation("R2", r["run"], f"{r['m1']} and {r['m2']} both owned {fmt_tps(parts)}; first overlap "
                              f"{first['topic']}-{first['partition']} for {first['ov_end'] - first['ov_start']:.0f} ms "
-                             f"(kept by {first['kept_by']}; culprit unknown: either may have held on too long, "
-                             "or a leader handed it out too soon)",
+                             f"(kept by {first['kept_by']}); culprit unknown: either may have held on too long, "
+                             "or a leader handed it out too soon",
                              members=[r["m1"], r["m2"]], partitions=[list(p) for p in parts],
                              ts=first["ov_start"],
                              evidence={"overlaps": [{"partition": [c["topic"], c["partition"]], "from": c["ov_start"],
