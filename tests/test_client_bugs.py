@@ -254,8 +254,8 @@ def test_the_franz_go_row_needs_its_leader_and_a_claim_without_a_generation():
     assert match("L4", "franz-go@1.22.3", {**bare, "declared_without_generation": False}) is None
     assert match("L4", "franz-go@1.22.3", {**bare, "taken_by": "franz-go,java"}) is None
     assert match("L4", "java@4.4.0", bare) is None
-    assert match("R3", ["franz-go@1.22.3"], bare) is not None
-    assert match("R3", ["franz-go@1.22.3"], {**bare, "taken_by": "sarama"}) is None
+    assert match("R3", "franz-go@1.22.3", bare) is not None
+    assert match("R3", "franz-go@1.22.3", {**bare, "taken_by": "sarama"}) is None
 
 
 def test_franz_go_undoing_a_revoke_of_a_claim_without_a_generation_is_a_known_issue(recorded_verdicts):
@@ -266,6 +266,8 @@ def test_franz_go_undoing_a_revoke_of_a_claim_without_a_generation_is_a_known_is
     assert undone["evidence"]["taken_by"] == "franz-go" and undone["evidence"]["declared_without_generation"] is True
     assert undone["known_issue"]["reference"].startswith("docs/client-bugs/franz-go-generationless-owned.md")
     assert v["invariants"]["R3"]["status"] == "known-issue"
+    # The revoking leader is the culprit, the member that revoked a partition it kept the harmed.
+    assert (undone["culprit"], undone["harmed"]) == ("m5-franz-go", [MEMBER]), undone
 
 
 def test_the_same_revoke_by_another_leader_still_fails_r3(recorded_verdicts):
