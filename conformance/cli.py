@@ -4,8 +4,9 @@ Each subcommand lives in the module that owns its subject and exposes
 ``register(subparsers)``; this module only wires them together and turns the
 suite's errors into exit codes:
 
-- 0: done (for ``run``: every verdict passed)
-- 1: an invariant was violated (``run``, ``reproduce``, ``report --check``)
+- 0: done (for ``run``: every cell passed, or failed only by known client bugs: a "known-issue"
+  cell exits 0, like a pass; :func:`conformance.pipeline.matrix.cell_result`)
+- 1: an invariant was violated by something not known (``run``, ``reproduce``, ``report --check``)
 - 2: misuse or a suite error, explained on stderr in one line (also a wrong option or
   argument: ``PROG: what is wrong (see PROG --help)``)
 - 130: interrupted (every process the run started has been stopped)

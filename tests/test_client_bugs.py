@@ -178,11 +178,11 @@ def test_a_stale_claim_after_applying_the_assignment_is_still_a_failure(recorded
 
 def test_the_row_matches_only_its_versions_and_evidence():
     never = {"kind": "stale-claim", "assignment_applied": False}
-    assert match("E5", ["kafka-python@3.0.12"], never) is not None
-    assert match("E5", ["kafka-python@3.0.12"], {**never, "assignment_applied": True}) is None
-    assert match("E5", ["kafka-python@3.0.12"], {"kind": "stale"}) is None      # history-based E5: not this bug
-    assert match("E5", ["kafka-python@2.3.3"], never) is None                   # 2.x kept the pending join
-    assert match("E5", ["java@4.4.0"], never) is None
+    assert match("E5", "kafka-python@3.0.12", never) is not None
+    assert match("E5", "kafka-python@3.0.12", {**never, "assignment_applied": True}) is None
+    assert match("E5", "kafka-python@3.0.12", {"kind": "stale"}) is None      # history-based E5: not this bug
+    assert match("E5", "kafka-python@2.3.3", never) is None                   # 2.x kept the pending join
+    assert match("E5", "java@4.4.0", never) is None
 
 
 def test_a_crashed_leader_is_named_and_owns_nothing_after_it_died(recorded_verdicts):
@@ -249,13 +249,13 @@ def test_the_same_plan_over_claims_with_a_generation_still_fails_l4(recorded_ver
 
 def test_the_franz_go_row_needs_its_leader_and_a_claim_without_a_generation():
     bare = {"taken_by": "franz-go", "declared_without_generation": True}
-    assert match("L4", ["franz-go@1.22.3"], bare) is not None
-    assert match("L4", ["franz-go@1.7.0"], bare) is not None                     # every release reads it so
-    assert match("L4", ["franz-go@1.22.3"], {**bare, "declared_without_generation": False}) is None
-    assert match("L4", ["franz-go@1.22.3"], {**bare, "taken_by": "franz-go,java"}) is None
-    assert match("L4", ["java@4.4.0"], bare) is None
-    assert match("R3", ["franz-go@1.22.3"], bare) is not None
-    assert match("R3", ["franz-go@1.22.3"], {**bare, "taken_by": "sarama"}) is None
+    assert match("L4", "franz-go@1.22.3", bare) is not None
+    assert match("L4", "franz-go@1.7.0", bare) is not None                     # every release reads it so
+    assert match("L4", "franz-go@1.22.3", {**bare, "declared_without_generation": False}) is None
+    assert match("L4", "franz-go@1.22.3", {**bare, "taken_by": "franz-go,java"}) is None
+    assert match("L4", "java@4.4.0", bare) is None
+    assert match("R3", "franz-go@1.22.3", bare) is not None
+    assert match("R3", "franz-go@1.22.3", {**bare, "taken_by": "sarama"}) is None
 
 
 def test_franz_go_undoing_a_revoke_of_a_claim_without_a_generation_is_a_known_issue(recorded_verdicts):
@@ -266,6 +266,8 @@ def test_franz_go_undoing_a_revoke_of_a_claim_without_a_generation_is_a_known_is
     assert undone["evidence"]["taken_by"] == "franz-go" and undone["evidence"]["declared_without_generation"] is True
     assert undone["known_issue"]["reference"].startswith("docs/client-bugs/franz-go-generationless-owned.md")
     assert v["invariants"]["R3"]["status"] == "known-issue"
+    # The revoking leader is the culprit, the member that revoked a partition it kept the harmed.
+    assert (undone["culprit"], undone["harmed"]) == ("m5-franz-go", [MEMBER]), undone
 
 
 def test_the_same_revoke_by_another_leader_still_fails_r3(recorded_verdicts):

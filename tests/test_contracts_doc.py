@@ -89,3 +89,14 @@ def test_nothing_points_outside_the_repository():
             if OUTSIDE.search(line):
                 offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()[:120]}")
     assert offenders == [], "point to the in-tree owner (docs/contracts.md) instead:\n" + "\n".join(offenders)
+
+
+def test_severity_classes_are_listed_as_declared():
+    from conformance.pipeline.checks import SEVERITIES, SEVERITY
+
+    doc = DOC.read_text(encoding="utf-8")
+    for cls in SEVERITIES:
+        listed = [line for line in doc.splitlines() if line.startswith(f"| {cls} |")]
+        assert len(listed) == 1, cls
+        got = {x.strip() for x in listed[0].split("|")[2].split(",") if x.strip()}
+        assert got == {inv for inv, c in SEVERITY.items() if c == cls}, (cls, got)

@@ -116,7 +116,7 @@ def test_known_issues_are_each_kinds_rows() -> None:
     # sarama@1.30.0 + java@2.4.1 cell (L1, leader-rotation), and nothing broader, is excused.
     evidence = {"faults": [], "leader_errors": ["consume: kafka: error decoding packet: invalid length"],
                 "leader_id": "m0-sarama-58a907f4"}
-    found = known_issues.match("L1", ["sarama@1.30.0"], evidence)
+    found = known_issues.match("L1", "sarama@1.30.0", evidence)
     assert found is not None and "issue 1808" in found.reference
-    assert known_issues.match("L1", ["sarama@1.31.0"], evidence) is None
-    assert known_issues.match("L1", ["sarama@1.30.0"], dict(evidence, leader_errors=["consume: EOF"])) is None
+    assert known_issues.match("L1", "sarama@1.31.0", evidence) is None
+    assert known_issues.match("L1", "sarama@1.30.0", dict(evidence, leader_errors=["consume: EOF"])) is None

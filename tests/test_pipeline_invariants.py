@@ -53,8 +53,8 @@ def test_break_fails_its_invariant(judged, name):
         assert any(fragment in m for m in messages), (fragment, messages)
     assert judged[1][f"break-{name}"]["verdict"] == "fail"
     for v in result["violations"]:
-        assert set(v) == {"invariant", "message", "members", "culprit", "generation", "partitions", "ts", "evidence",
-                          "allowed_by"}
+        assert set(v) == {"invariant", "message", "members", "culprit", "harmed", "generation", "partitions", "ts",
+                          "evidence", "allowed_by"}
         assert v["allowed_by"] is None
         assert v["invariant"] == inv
         assert v["evidence"], f"{inv} violation without evidence: {v['message']}"

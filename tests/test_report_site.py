@@ -54,7 +54,7 @@ def test_html_is_self_contained_with_matrix_drilldown_and_timelines(site):
 def test_markdown_junit_allure(site):
     report, verdicts, _ = site
     md = (report / "summary.md").read_text()
-    assert "| broker | scenario |" in md and "break-r2" in md and "R2: m1 and m2 both owned t-2" in md
+    assert "| broker | scenario |" in md and "break-r2" in md and "culprit unknown: R2 (safety): m1 and m2 both owned t-2" in md
     root = ET.parse(report / "junit.xml").getroot()
     failures = sum(int(s.get("failures")) for s in root.iter("testsuite"))
     expected = sum(sum(i["status"] == "fail" for i in v["invariants"].values()) + bool(v["malformed"]) for v in verdicts)

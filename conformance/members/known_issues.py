@@ -1,11 +1,14 @@
 """Known client bugs: one table of what a released client version is known to violate.
 
-A finding of a cell that matches a row (same invariant, and a member the finding
-implicates is of that kind at an affected version) is reported as "known issue
-<reference>", not as a new failure; the cell's verdict is ``known-issue`` when
-every failing finding is known, and any other finding still fails it. Only
-violations that name their members can match: one the evidence cannot attribute
-is never excused by a known issue.
+A finding of a cell that matches a row (same invariant, the finding's culprit is
+of that kind at an affected version, and the finding's evidence carries the row's
+``evidence``) is reported as "known issue <reference>", not as a new failure; the
+cell's verdict is ``known-issue`` when every failing finding is known, and any
+other finding still fails it. Only a finding that names its culprit can match,
+and only through it: a finding the evidence cannot attribute, or one whose
+culprit is another client (a Java member's backwards commit beside an affected
+librdkafka), is never excused by a known issue. Every row has evidence
+(a test refuses one without).
 
 Each row is a true verdict on a real version (the same harness passes on a fixed
 release, where there is one) with the reference that documents it: upstream's
@@ -39,8 +42,9 @@ def version_key(version: str) -> tuple[int, ...]:
 class KnownIssue:
     """``kind`` versions from ``since`` (None: every earlier one) up to, not including, ``fixed``
     (None: not fixed) violate ``invariant``; ``reference`` is where the bug is documented. Only a
-    finding whose evidence has every (key, value) of ``evidence`` matches (empty: any finding of
-    ``invariant``)."""
+    finding whose culprit is of ``kind`` at an affected version and whose evidence has every (key,
+    value) of ``evidence`` matches; ``evidence`` is never empty (tests/test_verdict_attribution.py
+    refuses such a row: it would excuse any finding of ``invariant``)."""
 
     kind: str
     since: str | None
@@ -96,12 +100,14 @@ def spec_kind_version(spec: str) -> tuple[str, str | None]:
     return kind, version or None
 
 
-def match(invariant: str, specs: list[str], evidence: dict[str, Any] | None = None) -> KnownIssue | None:
-    """The first known issue of ``invariant`` that affects one of ``specs`` (the implicated members'
-    specs) and explains a finding with ``evidence``, or None."""
-    for spec in specs:
-        kind, version = spec_kind_version(spec)
-        for issue in issues_of(kind, version):
-            if issue.invariant == invariant and issue.explains(evidence):
-                return issue
+def match(invariant: str, culprit_spec: str | None, evidence: dict[str, Any] | None = None) -> KnownIssue | None:
+    """The first known issue of ``invariant`` that affects ``culprit_spec`` (the spec of the member
+    the finding names as its culprit) and explains a finding with ``evidence``, or None (always
+    None without a culprit)."""
+    if not culprit_spec:
+        return None
+    kind, version = spec_kind_version(culprit_spec)
+    for issue in issues_of(kind, version):
+        if issue.invariant == invariant and issue.explains(evidence):
+            return issue
     return None

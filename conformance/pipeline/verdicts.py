@@ -19,7 +19,8 @@ coverage, R5's final protocol, V1's convergence, L2 and L3's final
 generation, is not judged in it, while everything it did observe is), else
 "malformed" if input lines could not be used (listed in ``malformed`` with
 file and line), else "known-issue" if an invariant was, else "pass". Only
-"pass" passes a cell; "known-issue" is neither a pass nor a new failure.
+"pass" passes a cell; "known-issue" is neither a pass nor a new failure (it exits 0, as a
+pass does: :mod:`conformance.cli`).
 ``root_cause`` is the failing finding to read first (:func:`root_cause`).
 
 Outputs under ``out_dir``: ``tables/`` (Parquet: the input tables and the
@@ -83,13 +84,13 @@ def _status(violations: list[dict]) -> str:
 
 def _mark_known_issues(invariant: str, violations: list[dict], specs: dict[str, str]) -> None:
     """Give each violation that matches :data:`conformance.members.known_issues.KNOWN_ISSUES` (through
-    a member it names) its ``known_issue``: reference and summary."""
+    the member it names as culprit, on its own evidence; never through another implicated member)
+    its ``known_issue``: kind, versions affected, fixed release, reference and summary."""
     for viol in violations:
-        named = [specs[m] for m in viol.get("members") or [] if m in specs]
-        issue = known_issues.match(invariant, named, viol.get("evidence"))
+        issue = known_issues.match(invariant, specs.get(viol.get("culprit") or ""), viol.get("evidence"))
         if issue is not None:
-            viol["known_issue"] = {"kind": issue.kind, "versions": issue.versions, "reference": issue.reference,
-                                   "summary": issue.summary}
+            viol["known_issue"] = {"kind": issue.kind, "versions": issue.versions, "fixed": issue.fixed,
+                                   "reference": issue.reference, "summary": issue.summary}
 
 
 #: How many of the damaged lines an invariant read its "malformed" entry lists (``damaged_lines`` counts all).

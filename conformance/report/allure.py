@@ -2,7 +2,9 @@
 
 One ``<uuid>-result.json`` per cell (status "passed" / "failed" / "broken"
 for unknown checks / "skipped" for known issues only), one step per invariant,
-a parameter per named exemption that allowed findings (with their count), labels for the broker version
+the worst severity class of its failing or known-issue invariants as the ``severity`` label (safety:
+blocker, liveness: critical, protocol: normal, efficiency: minor) and a ``tag``, step names and
+messages with each invariant's class and each finding culprit first, a parameter per named exemption that allowed findings (with their count), labels for the broker version
 (parentSuite), scenario (suite) and member mix (subSuite), and the cell's
 verdict as a ``<uuid>-attachment.json``. ``historyId`` is stable for a
 (broker, scenario, members) cell, so Allure shows its history across runs.
@@ -20,8 +22,11 @@ import json
 import uuid as _uuid
 from pathlib import Path
 
-from conformance.pipeline.checks import CATALOG
-from conformance.report.evidence import CellLinks, message as located_message
+from conformance.pipeline.checks import CATALOG, SEVERITY, worst_severity
+from conformance.report.evidence import CellLinks, attributed, message as located_message
+
+#: Allure's severity label for each class (its own scale: blocker .. trivial).
+ALLURE_SEVERITY = {"safety": "blocker", "liveness": "critical", "protocol": "normal", "efficiency": "minor"}
 
 _STEP_STATUS = {"pass": "passed", "fail": "failed", "unknown": "broken", "known-issue": "skipped",
                 "malformed": "broken"}   # judged on damaged input: the suite's problem, not a client's
@@ -43,20 +48,21 @@ def write(verdicts: list[dict], out_dir: Path, links: dict[str, CellLinks] | Non
             i = v["invariants"].get(inv, {"status": "unknown", "violations": [], "error": "not run"})
             details = {}
             if i["violations"]:
-                details["message"] = "; ".join(located_message(x["message"]) for x in i["violations"][:5])
+                details["message"] = "; ".join(attributed(x) for x in i["violations"][:5])
             if i.get("error"):
                 details["message"] = i["error"]
                 details["trace"] = i.get("traceback")
             if i["status"] == "malformed":
                 details["message"] = "not judged: damaged input " + "; ".join(
                     f"{d['file']}:{d['line']}: {d['problem']}" for d in i.get("damaged", [])[:5])
-            steps.append({"name": f"{inv}: {statement}", "status": _STEP_STATUS[i["status"]], "stage": "finished",
+            steps.append({"name": f"{inv} ({SEVERITY.get(inv, '?')}): {statement}", "status": _STEP_STATUS[i["status"]], "stage": "finished",
                           "statusDetails": details, "start": start, "stop": stop, "steps": [], "attachments": [],
                           "parameters": []})
         verdict = v.get("verdict")
         status = ("passed" if verdict == "pass" else "skipped" if verdict == "known-issue"
                   else "broken" if verdict in ("unknown", "incomplete") else "failed")
         failing = [s["name"] for s in steps if s["status"] != "passed"]
+        worst = worst_severity(inv for inv, i in v["invariants"].items() if i["status"] in ("fail", "known-issue"))
         rc = v.get("root_cause")
         link = (links or {}).get(v["run"])
         message = (f"read first: {rc['invariant']}: {located_message(rc['message'])}; failing: " + "; ".join(failing) if failing and rc else
@@ -84,7 +90,9 @@ def write(verdicts: list[dict], out_dir: Path, links: dict[str, CellLinks] | Non
                           + ([{"name": "reproduce", "value": link.command}] if link and link.command else []),
             "labels": [{"name": "parentSuite", "value": f"broker {v['broker_version']}"},
                        {"name": "suite", "value": v["scenario"]}, {"name": "subSuite", "value": members},
-                       {"name": "framework", "value": "conformance"}, {"name": "language", "value": "python"}],
+                       {"name": "framework", "value": "conformance"}, {"name": "language", "value": "python"}]
+                      + ([{"name": "severity", "value": ALLURE_SEVERITY[worst]}, {"name": "tag", "value": worst}]
+                         if worst else []),
             "links": [{"name": name, "url": href, "type": "link"} for name, href in (link.files if link else ())],
             **({"description": f"Reproduce:\n\n    {link.command}\n"} if link and link.command else {}),
         }

@@ -147,3 +147,11 @@ def wire_lines(finding: dict) -> list[int]:
         elif key.endswith("wire_lines") and isinstance(value, list):
             lines += [x for x in value if isinstance(x, int)]
     return sorted(set(lines))
+
+
+def attributed(finding: dict) -> str:
+    """A finding's message, culprit first: ``culprit m5-franz-go, harmed m4-kafka-python: ...``, or
+    ``culprit unknown: ...`` where the evidence cannot name it (every report format says it so)."""
+    who = (f"culprit {finding['culprit']}" + (f", harmed {', '.join(finding['harmed'])}" if finding.get("harmed") else "")
+           if finding.get("culprit") else "culprit unknown")
+    return f"{who}: {message(finding['message'])}"

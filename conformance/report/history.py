@@ -11,7 +11,9 @@ report and saves it after. The page shows:
   last green night), else the night before it;
 - per entry, its status in every night, the **first night it failed**, and whether it is
   **flaky across nights** (passed in one night, failed in another);
-- per member spec, how many entries involving it failed in each night.
+- per member spec, how many entries involving it failed in each night, with the worst severity
+  class of those failures (an entry fails only for the pair of a finding's culprit and a member it
+  harmed, :mod:`conformance.pipeline.matrix`, so a spec counts only failures attributed to it).
 
 Nights sort by name (their UTC stamp first). A night file that cannot be read is named on stderr
 and left out; the history never stops a report.
@@ -24,6 +26,8 @@ import json
 import sys
 from html import escape
 from pathlib import Path
+
+from conformance.pipeline.checks import SEVERITIES
 
 FAILING: frozenset[str] = frozenset({"fail", "flaky"})
 PASSING: frozenset[str] = frozenset({"pass", "known-issue"})
@@ -46,8 +50,8 @@ def record(matrix: dict, history_dir: Path) -> str:
     """Write the matrix's entries as a night into ``history_dir``; return the night's name."""
     name = night_name(matrix)
     history_dir.mkdir(parents=True, exist_ok=True)
-    night = {"night": name, "entries": [{k: e[k] for k in ("broker_version", "scenario", "a", "b", "status")}
-                                        for e in matrix["entries"]]}
+    night = {"night": name, "entries": [{**{k: e[k] for k in ("broker_version", "scenario", "a", "b", "status")},
+                                         "severity": e.get("severity")} for e in matrix["entries"]]}
     tmp = history_dir / f".{name}.json.tmp"
     tmp.write_text(json.dumps(night, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     tmp.replace(history_dir / f"{name}.json")
@@ -73,10 +77,13 @@ def analyse(nights: list[dict]) -> dict:
     """What the history page shows (see the module), from nights oldest first."""
     names = [n["night"] for n in nights]
     status: dict[str, dict[str, str]] = {}
+    severity: dict[str, dict[str, str]] = {}
     pair: dict[str, tuple[str, str]] = {}
     for n in nights:
         for e in n["entries"]:
             status.setdefault(_key(e), {})[n["night"]] = e["status"]
+            if e.get("severity") in SEVERITIES:
+                severity.setdefault(_key(e), {})[n["night"]] = e["severity"]
             pair[_key(e)] = (e["a"], e["b"])
     latest = names[-1] if names else None
     green = [x for x in names[:-1] if all(s.get(x) in PASSING for s in status.values() if x in s)]
@@ -93,13 +100,18 @@ def analyse(nights: list[dict]) -> dict:
                              and (reference is None or by.get(reference) not in FAILING),
         })
     specs: dict[str, dict[str, int]] = {}
+    classes: dict[str, dict[str, str]] = {}
     for key, by in status.items():
         for spec in set(pair[key]):
             row = specs.setdefault(spec, {x: 0 for x in names})
             for x, s in by.items():
                 row[x] += s in FAILING
+                sev = severity.get(key, {}).get(x)
+                if s in FAILING and sev:
+                    worst = classes.setdefault(spec, {}).get(x)
+                    classes[spec][x] = sev if worst is None or SEVERITIES.index(sev) < SEVERITIES.index(worst) else worst
     return {"nights": names, "latest": latest, "reference": reference, "last_green": green[-1] if green else None,
-            "entries": entries, "specs": dict(sorted(specs.items()))}
+            "entries": entries, "specs": dict(sorted(specs.items())), "spec_severity": classes}
 
 
 def render(history: dict) -> str:
@@ -113,7 +125,10 @@ def render(history: dict) -> str:
                   for n in nights)
         + f'<td>{escape(e["first_failed"] or "–")}</td><td>{"yes" if e["flaky_across_nights"] else ""}</td></tr>'
         for i, e in enumerate(history["entries"]))
-    specs = "".join(f'<tr id="kind-{escape(s)}"><th>{escape(s)}</th>' + "".join(f"<td>{by[n] or ''}</td>" for n in nights)
+    worst = history.get("spec_severity") or {}
+    specs = "".join(f'<tr id="kind-{escape(s)}"><th>{escape(s)}</th>'
+                    + "".join(f"<td>{by[n] or ''}{(' ' + escape(worst.get(s, {}).get(n, ''))) if by[n] else ''}</td>"
+                              for n in nights)
                     + "</tr>" for s, by in history["specs"].items())
     since = history["last_green"] and f"the last green night, {history['last_green']}" or \
         (history["reference"] and f"the night before, {history['reference']} (no green night yet)") or "nothing (one night)"

@@ -1,15 +1,17 @@
 """The static HTML report: one self-contained file (inline CSS, SVG and a few
 lines of inline JS; no CDN, no external resource).
 
-Sections: summary; the matrix per broker version and scenario (each entry
-links to the cells behind it); the per-member view (what each member spec was
-implicated in and blamed for); the trend over matrix runs; one section per
-cell with the command that reproduces it and links to its run directory's files
-(:mod:`conformance.report.evidence`), the finding to read first, its invariants, violations (evidence
-expandable, culprit or known issue labelled), allowed findings with the rule
-that excused each and their counts per rule, metrics,
-malformed lines, the per-partition ownership Gantt chart with faults, and the
-rebalance latency / pause charts.
+Sections: summary; ONE grid of member spec x member spec across every scenario and broker of the
+run (the worst outcome per entry, its worst severity class, how many cells, links to them); member
+spec x broker; the known issues met (versions affected and fixed, the client-bugs page or upstream
+reference, whether filed); the per-member view (culprit of, harmed by, implicated in: attributed as
+the grid is, so the two agree); the grids per broker version and scenario; the trend over matrix
+runs; one section per cell with the command that reproduces it and links to its run directory's
+files (:mod:`conformance.report.evidence`), the finding to read first, its invariants with their
+severity class, violations (evidence expandable, culprit and harmed, or "culprit unknown", and known
+issue labelled), allowed findings with the rule that excused each and their counts per rule,
+metrics, malformed lines, the per-partition ownership Gantt chart with faults, and the rebalance
+latency / pause charts. An entry shows one status; a count is of cells, never "0/0".
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import json
 from html import escape
 
-from conformance.pipeline.checks import CATALOG
+from conformance.pipeline.checks import CATALOG, SEVERITY
 from conformance.report import svg
 from conformance.report.evidence import WIRE_FILE, CellLinks, located, message, wire_lines
 
@@ -26,8 +28,8 @@ body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:20px;
 h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd}h3{font-size:15px}
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;padding:4px 8px;font-size:13px;vertical-align:top}
 th{background:#f4f4f4}.pass{background:#d9f2d9}.fail{background:#f8d0d0}.flaky{background:#fbe7b5}
-.unknown{background:#e0e0f0}.malformed{background:#f0e0f0}.incomplete{background:#e4e4e4}.known-issue{background:#e6f0fa}.none{background:#fafafa;color:#aaa}
-td.entry a{display:block;color:inherit;text-decoration:none}section.cell{margin:18px 0;padding:8px 12px;border:1px solid #ddd}
+.unknown{background:#e0e0f0}.malformed{background:#f0e0f0}.incomplete{background:#e4e4e4}.known-issue{background:#cfe2f7}.none{background:#fafafa;color:#aaa}
+td.entry a.status{display:block;color:inherit;text-decoration:none;font-weight:600}td.entry .cells a{margin-right:5px}section.cell{margin:18px 0;padding:8px 12px;border:1px solid #ddd}
 section.cell:target{outline:3px solid #4e79a7}pre{background:#f7f7f7;padding:6px;overflow:auto;font-size:12px;max-height:300px}
 .badge{display:inline-block;padding:1px 8px;border-radius:8px;font-size:12px}.small{font-size:12px;color:#555}
 .trend span{display:inline-block;width:12px;height:12px;margin-right:2px;border:1px solid #999}
@@ -46,6 +48,17 @@ window.addEventListener('load',function(){var t=document.querySelector('svg.time
   var l=[].slice.call(s.querySelectorAll('text.fault-label')).map(function(x){return x.getBBox();});
   for(var i=0;i<l.length;i++)for(var j=i+1;j<l.length;j++){var a=l[i],b=l[j];
    if(a.x<b.x+b.width&&b.x<a.x+a.width&&a.y<b.y+b.height&&b.y<a.y+a.height)collisions++;}});
+ var entries=document.querySelectorAll('td.entry'),statuses=0,unlinked=0,broken=0;
+ entries.forEach(function(td){var words=(td.innerText.match(/(^|\s)(pass|fail|flaky|known-issue|incomplete)(?=\s|$)/g)||[]).length;
+  if(words!==1||td.querySelectorAll('a.status').length!==1)statuses++;
+  var l=td.querySelectorAll('a[href^="#cell-"]');if(!l.length)unlinked++;
+  l.forEach(function(a){if(!document.getElementById(a.getAttribute('href').slice(1)))broken++;});});
+ var first=document.querySelector('table');
+ document.body.setAttribute('data-structure',JSON.stringify({first_table:first?first.className:'',entries:entries.length,
+ not_one_status:statuses,entries_without_cell_link:unlinked,broken_cell_links:broken,
+ zero_of_zero:document.body.innerText.indexOf('0/0')>=0,
+ known_issue_links:document.querySelectorAll('a.known-issue-link').length,
+ known_issue_unlinked:document.querySelectorAll('span.known-issue-link').length}));
  document.body.setAttribute('data-rendered',JSON.stringify({timeline:t?Math.round(t.getBoundingClientRect().width):0,
  bars:t?t.querySelectorAll('rect.own').length:0,matrix_rows:m?m.rows.length:0,cut:cut,label_collisions:collisions,
  ticks:document.querySelectorAll('svg.timeline text.tick').length,commands:document.querySelectorAll('pre.command').length}));});
@@ -60,7 +73,79 @@ def _badge(status: str) -> str:
     return f'<span class="badge {escape(status)}">{escape(status)}</span>'
 
 
-def _matrix_tables(matrix: dict) -> str:
+def _cell_links(cells: list[dict]) -> str:
+    """Numbered links to the cells behind an entry (title: the cell, its verdict and its result for the pair)."""
+    return " ".join(f'<a class="cell-link" href="#{_anchor(c["run"])}" title="{escape(c["run"])}: '
+                    f'{escape(str(c["result"]))} for this pair (cell verdict {escape(str(c["verdict"]))}'
+                    f'{(", " + ", ".join(c["failing"])) if c["failing"] else ""})">{i + 1}</a>'
+                    for i, c in enumerate(cells))
+
+
+def _short(ref: str) -> str:
+    """A known issue's reference in a few words: its client-bugs page's name, or the upstream reference."""
+    head = ref.split(" (", 1)[0]
+    return head.rsplit("/", 1)[-1].removesuffix(".md") if head.startswith("docs/client-bugs/") else head
+
+
+def _issue_link(ref: str, hrefs: dict[str, str], short: bool = False) -> str:
+    """A known issue's reference, linked to its client-bugs page or upstream address where it has one."""
+    text = _short(ref) if short else ref
+    href = hrefs.get(ref)
+    return (f'<a class="known-issue-link" href="{escape(href)}">{escape(text)}</a>' if href
+            else f'<span class="known-issue-link">{escape(text)}</span>')
+
+
+def _entry(e: dict, hrefs: dict[str, str]) -> str:
+    """One matrix entry: ONE status (with the worst severity class of its findings when it is not a
+    pass), how many cells are behind it (how many of them passed it when they disagree), its
+    known issues linked, and links to its cells. The status links to the first cell that made it."""
+    cells = e["cells"]
+    first = next((c for c in cells if c["result"] == e["status"]), None) or next(
+        (c for c in cells if c["result"] != "pass"), cells[0])
+    label = e["status"] + (f' &middot; {escape(e["severity"])}' if e.get("severity") and e["status"] != "pass" else "")
+    n = len(cells)
+    passed = sum(c["result"] == "pass" for c in cells)
+    count = (f"{passed} of {n} cells passed" if e["status"] == "flaky" else f"{n} cell{'s' if n != 1 else ''}")
+    refs = e.get("known_issue_refs") or e.get("issues") or []
+    one = {_short(r): r for r in reversed(refs)}        # one link per page (L4 and R3 rows share one)
+    issues = "".join(f'<div class="small">known issue {_issue_link(r, hrefs, short=True)}</div>' for r in one.values())
+    return (f'<td class="entry {escape(e["status"])}" data-status="{escape(e["status"])}"'
+            f' data-severity="{escape(e.get("severity") or "")}">'
+            f'<a class="status" href="#{_anchor(first["run"])}">{label}</a> '
+            f'<span class="small">{count}</span>{issues}<div class="small cells">{_cell_links(cells)}</div></td>')
+
+
+def _spec_grid(matrix: dict, hrefs: dict[str, str]) -> str:
+    """The first table: member spec x member spec across every scenario and broker of the run."""
+    specs = matrix["specs"]
+    by = {(g["a"], g["b"]): g for g in matrix.get("grid") or []}
+    if not by:
+        return "<p>No cells.</p>"
+    rows = ['<table class="grid"><tr><th></th>' + "".join(f"<th>{escape(s)}</th>" for s in specs) + "</tr>"]
+    for a in specs:
+        row = [f"<th>{escape(a)}</th>"]
+        for b in specs:
+            g = by.get((a, b)) or by.get((b, a))
+            row.append(_entry(g, hrefs) if g else '<td class="none">&ndash;</td>')
+        rows.append("<tr>" + "".join(row) + "</tr>")
+    return "".join(rows) + "</table>"
+
+
+def _broker_grid(matrix: dict, hrefs: dict[str, str]) -> str:
+    """Member spec x broker version: the worst outcome of every pair of the spec at that broker."""
+    by = {(g["spec"], g["broker_version"]): g for g in matrix.get("by_broker") or []}
+    if not by:
+        return ""
+    brokers = matrix["brokers"]
+    rows = ['<table class="by-broker"><tr><th></th>' + "".join(f"<th>broker {escape(b)}</th>" for b in brokers) + "</tr>"]
+    for spec in matrix["specs"]:
+        rows.append(f"<tr><th>{escape(spec)}</th>" + "".join(
+            _entry(by[(spec, b)], hrefs) if (spec, b) in by else '<td class="none">&ndash;</td>' for b in brokers) + "</tr>")
+    return "".join(rows) + "</table>"
+
+
+def _matrix_tables(matrix: dict, hrefs: dict[str, str] | None = None) -> str:
+    """The per-scenario grids: one per broker version and scenario."""
     out = []
     specs = matrix["specs"]
     groups: dict[tuple, dict] = {}
@@ -75,17 +160,31 @@ def _matrix_tables(matrix: dict) -> str:
             row = [f"<th>{escape(a)}</th>"]
             for b in used:
                 e = entries.get((a, b)) or entries.get((b, a))
-                if not e:
-                    row.append('<td class="none">&ndash;</td>')
-                    continue
-                links = " ".join(f'<a href="#{_anchor(c["run"])}" title="{escape(c["run"])}: {escape(str(c["verdict"]))}'
-                                 f'{(" (" + ", ".join(c["failing"]) + ")") if c["failing"] else ""}">'
-                                 f'{escape(str(c["verdict"]))}</a>' for c in e["cells"])
-                row.append(f'<td class="entry {e["status"]}"><b>{e["status"]}</b> '
-                           f'<span class="small">{e["passes"]}/{e["passes"] + e["fails"]}</span>{links}</td>')
+                row.append(_entry(e, hrefs or {}) if e else '<td class="none">&ndash;</td>')
             out.append("<tr>" + "".join(row) + "</tr>")
         out.append("</table>")
     return "".join(out) or "<p>No cells.</p>"
+
+
+def _known_issues(matrix: dict, hrefs: dict[str, str]) -> str:
+    """Every known issue the run met: kind, invariant and class, versions affected, the fixing
+    release, its page or upstream reference, whether it is filed, the specs and cells it was seen in."""
+    from conformance.report.issues import filed
+
+    issues = matrix.get("known_issues") or []
+    if not issues:
+        return "<p>None met in this run.</p>"
+    rows = "".join(
+        f'<tr id="known-issue-{i + 1}"><td>{i + 1}</td><td>{escape(k["kind"])}</td><td>{escape(k["invariant"])} '
+        f'({escape(k.get("severity") or "?")})</td><td>{escape(k["versions"])}</td>'
+        f'<td>{escape(k.get("fixed") or "not fixed")}</td><td>{_issue_link(k["reference"], hrefs)}'
+        f'<div class="small">{escape(k["summary"])}</div></td><td>{escape(filed(k["reference"]))}</td>'
+        f'<td>{escape(", ".join(k["specs"]))}</td>'
+        f'<td class="small">{" ".join(f"<a href=#{_anchor(c)}>{escape(c)}</a>" for c in k["cells"])}</td></tr>'
+        for i, k in enumerate(issues))
+    return ('<table class="known-issues"><tr><th>#</th><th>client</th><th>invariant (class)</th><th>versions affected'
+            '</th><th>fixed in</th><th>reference</th><th>filed upstream</th><th>seen with</th><th>cells</th></tr>'
+            + rows + "</table>")
 
 
 def _trend(matrix: dict) -> str:
@@ -124,7 +223,8 @@ def _evidence_links(viol: dict, link: CellLinks | None) -> str:
     return '<p class="small">evidence: ' + (f'<a href="{escape(href)}">{escape(text)}</a>' if href else escape(text)) + "</p>"
 
 
-def _cell_section(v: dict, tl: dict | None, link: CellLinks | None = None) -> str:
+def _cell_section(v: dict, tl: dict | None, link: CellLinks | None = None,
+                  hrefs: dict[str, str] | None = None) -> str:
     t0 = (v.get("timing") or {}).get("start_ts")
     parts = [f'<section class="cell" id="{_anchor(v["run"])}"><h3>{escape(v["run"])} {_badge(v.get("verdict", "?"))}</h3>',
              f'<p class=small>scenario {escape(v["scenario"])} &middot; broker {escape(v["broker_version"])} &middot; '
@@ -142,10 +242,15 @@ def _cell_section(v: dict, tl: dict | None, link: CellLinks | None = None) -> st
             detail = f"<pre>{escape(i['error'])}</pre>"
         for viol in i["violations"]:
             label = ""
-            if viol.get("known_issue"):
-                label = f'<span class="badge known-issue">known issue {escape(viol["known_issue"]["reference"])}</span> '
-            elif viol.get("culprit"):
+            if viol.get("culprit"):
                 label = f'<span class="badge fail">culprit {escape(viol["culprit"])}</span> '
+                if viol.get("harmed"):
+                    label += f'<span class="badge">harmed {escape(", ".join(viol["harmed"]))}</span> '
+            else:
+                label = '<span class="badge">culprit unknown</span> '
+            if viol.get("known_issue"):
+                label += (f'<span class="badge known-issue">known issue '
+                          f'{_issue_link(viol["known_issue"]["reference"], hrefs or {}, short=True)}</span> ')
             detail += (f"<details><summary>{label}{escape(message(viol['message']))}</summary>"
                        f"{_evidence_links(viol, link)}"
                        f"<pre>{escape(json.dumps(located(viol, t0), indent=1, sort_keys=True, default=str))}</pre></details>")
@@ -153,7 +258,8 @@ def _cell_section(v: dict, tl: dict | None, link: CellLinks | None = None) -> st
                           f"</summary>{_evidence_links(f, link)}"
                           f"<pre>{escape(json.dumps(located(f, t0), indent=1, sort_keys=True, default=str))}</pre></details>"
                           for f in i.get("allowed") or [])
-        parts.append(f'<tr><td>{inv}</td><td class="{i["status"]}">{i["status"]}</td><td>{escape(statement)}</td>'
+        parts.append(f'<tr><td>{inv} <span class="small">{SEVERITY.get(inv, "")}</span></td>'
+                     f'<td class="{i["status"]}">{i["status"]}</td><td>{escape(statement)}</td>'
                      f"<td>{detail}</td><td>{allowed}</td></tr>")
     parts.append("</table>")
     if v.get("allowed"):
@@ -190,21 +296,30 @@ def _root_cause(v: dict) -> str:
 
 
 def _kinds(matrix: dict) -> str:
+    """The per-member table, attributed as the grid is (:func:`conformance.pipeline.matrix.blame_by_spec`)."""
+    def counts(d: dict) -> str:
+        return ", ".join(f"{inv} &times;{n}" for inv, n in sorted(d.items())) or "&ndash;"
+
     rows = []
     for spec, k in (matrix.get("kinds") or {}).items():
-        implicated = ", ".join(f"{inv} &times;{n}" for inv, n in sorted(k["implicated"].items())) or "&ndash;"
-        culprit = ", ".join(f"{inv} &times;{n}" for inv, n in sorted(k["culprit"].items())) or "&ndash;"
-        rows.append(f"<tr><th>{escape(spec)}</th><td>{k['cells']}</td><td>{k['implicated_cells']}</td>"
-                    f"<td>{implicated}</td><td>{culprit}</td></tr>")
-    return ('<table class="kinds"><tr><th>member</th><th>cells</th><th>failed cells implicating it</th>'
-            "<th>findings implicating it</th><th>findings blaming it</th></tr>" + "".join(rows) + "</table>")
+        rows.append(f'<tr data-spec="{escape(spec)}"><th>{escape(spec)}</th><td>{k["cells"]}</td>'
+                    f'<td class="failed-cells">{k["failed_cells"]}</td><td class="known-cells">{k["known_issue_cells"]}</td>'
+                    f"<td>{counts(k['culprit'])}</td><td>{counts(k['harmed'])}</td><td>{counts(k['implicated'])}</td></tr>")
+    return ('<table class="kinds"><tr><th>member</th><th>cells</th><th>cells failing a pair of it</th>'
+            "<th>cells with a known issue of a pair of it</th><th>findings naming it culprit</th>"
+            "<th>findings naming it harmed</th><th>findings implicating it (culprit unknown)</th></tr>"
+            + "".join(rows) + "</table>")
 
 
 def render(verdicts: list[dict], matrix: dict, timelines: dict[str, dict],
-           links: dict[str, CellLinks] | None = None, history: bool = False) -> str:
-    """The page; ``history``: link to ``history.html`` beside it (conformance.report.history)."""
+           links: dict[str, CellLinks] | None = None, history: bool = False,
+           issue_hrefs: dict[str, str] | None = None) -> str:
+    """The page; ``history``: link to ``history.html`` beside it (conformance.report.history);
+    ``issue_hrefs``: known issue reference -> its page or upstream address
+    (:func:`conformance.report.issues.copy_pages`)."""
     s = matrix["summary"]
-    cells = "".join(_cell_section(v, timelines.get(v["run"]), (links or {}).get(v["run"]))
+    hrefs = issue_hrefs or {}
+    cells = "".join(_cell_section(v, timelines.get(v["run"]), (links or {}).get(v["run"]), hrefs)
                     for v in sorted(verdicts, key=lambda v: v["run"]))
     return (
         "<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>Conformance report</title>"
@@ -215,8 +330,20 @@ def render(verdicts: list[dict], matrix: dict, timelines: dict[str, dict],
         + (f", {s['known_issue']} known issue(s)" if s.get("known_issue") else "")
         + (f", {s['incomplete']} cut short" if s["incomplete"] else "") + " &middot; matrix entries: "
         f"{s['entries']['pass']} pass, {s['entries']['fail']} fail, {s['entries']['flaky']} flaky"
+        + (f", {s['entries']['known-issue']} known issue" if s["entries"].get("known-issue") else "")
         + (f", {s['entries']['incomplete']} incomplete" if s["entries"]["incomplete"] else "") + "</p>"
-        f"<h2>Matrix</h2>{_matrix_tables(matrix)}<h2>Per member</h2>{_kinds(matrix)}"
+        f"<h2>Member &times; member, every scenario and broker</h2>{LEGEND}{_spec_grid(matrix, hrefs)}"
+        f"<h2>Member &times; broker</h2>{_broker_grid(matrix, hrefs)}"
+        f"<h2>Known issues</h2>{_known_issues(matrix, hrefs)}"
+        f"<h2>Per member</h2>{_kinds(matrix)}"
+        f"<h2>Per scenario</h2>{_matrix_tables(matrix, hrefs)}"
         f"<h2>Trend</h2>{_trend(matrix)}<h2>Cells</h2>{cells}"
         f"<script>{JS}</script></body></html>"
     )
+
+
+LEGEND = ('<p class="small legend">Each entry: the worst outcome of the pair over its cells (<b>fail</b>: a '
+          "finding whose culprit and harmed member are the pair; <b>known-issue</b>: only a known client bug; "
+          "<b>flaky</b>: the same scenario passed and failed), the worst severity class of those findings (safety, "
+          "liveness, protocol, efficiency), and numbered links to the cells behind it. A finding whose culprit "
+          "is not known marks every pair it implicates.</p>")

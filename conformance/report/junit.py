@@ -1,6 +1,8 @@
 """JUnit XML: one testcase per (cell, invariant), plus one per cell for its input and one for its end.
 
-A failed invariant is a <failure> with its violations; an unknown one an
+A testcase's name carries its invariant's severity class (safety, liveness, protocol, efficiency);
+a failed invariant is a <failure> (type: invariant and class) whose message is its first violation,
+culprit first ("culprit m1, harmed m2: ..." or "culprit unknown: ..."), and whose text is its violations; an unknown one an
 <error> with the check's error; one judged on damaged input ("malformed") an
 <error> of type ``malformed`` naming the damaged lines; one that failed only by known client bugs is
 <skipped> naming their references; malformed input lines fail the cell's
@@ -19,8 +21,8 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
-from conformance.pipeline.checks import CATALOG
-from conformance.report.evidence import CellLinks, located, message
+from conformance.pipeline.checks import CATALOG, SEVERITY
+from conformance.report.evidence import CellLinks, attributed, located, message
 
 
 def render(verdicts: list[dict], links: dict[str, CellLinks] | None = None) -> str:
@@ -38,16 +40,18 @@ def render(verdicts: list[dict], links: dict[str, CellLinks] | None = None) -> s
             again = f"\nreproduce: {link.command}" if link and link.command else ""
             for inv, (_c, statement) in CATALOG.items():
                 i = v["invariants"].get(inv, {"status": "unknown", "violations": [], "error": "not run"})
-                case = ET.SubElement(suite, "testcase", classname=classname, name=f"{inv} {statement}")
+                case = ET.SubElement(suite, "testcase", classname=classname,
+                                     name=f"{inv} ({SEVERITY.get(inv, '?')}) {statement}")
                 tests += 1
                 if i["status"] == "known-issue":
                     ET.SubElement(case, "skipped", message="known issue: " + "; ".join(
                         sorted({x["known_issue"]["reference"] for x in i["violations"] if x.get("known_issue")})))
                     case_out = ET.SubElement(case, "system-out")
-                    case_out.text = "\n".join(x["message"] for x in i["violations"])
+                    case_out.text = "\n".join(attributed(x) for x in i["violations"])
                 elif i["status"] == "fail":
                     failures += 1
-                    f = ET.SubElement(case, "failure", message=message(i["violations"][0]["message"])[:500], type=inv)
+                    f = ET.SubElement(case, "failure", message=attributed(i["violations"][0])[:500],
+                                      type=f"{inv} {SEVERITY.get(inv, '?')}")
                     f.text = "\n".join(json.dumps(located(x, t0), sort_keys=True, default=str)
                                        for x in i["violations"][:50]) + again
                 elif i["status"] == "malformed":   # damaged input: an error of the suite's data, no client's failure

@@ -1,7 +1,8 @@
 """Writes every report artefact for a set of verdicts into one directory.
 
 ``write_site(verdicts, out_dir, timelines, publish=False)`` writes ``index.html`` (the
-static site), ``matrix.json``, ``summary.md``, ``junit.xml`` and ``allure-results/``; each
+static site), the client-bugs pages of the known issues met (``client-bugs/``, which the
+report links), ``matrix.json``, ``summary.md``, ``junit.xml`` and ``allure-results/``; each
 file is written to a temporary name and renamed, so a reader never sees half a report. Returns
 the matrix.
 
@@ -22,6 +23,7 @@ from pathlib import Path
 from conformance.pipeline.matrix import build_matrix
 from conformance.report import allure, html, junit, markdown
 from conformance.report.evidence import cell_links, publish_files
+from conformance.report.issues import copy_pages
 
 
 def _atomic(path: Path, text: str) -> None:
@@ -40,9 +42,10 @@ def write_site(verdicts: list[dict], out_dir: Path, timelines: dict[str, dict] |
         publish_files(verdicts, out_dir)
     links = {v["run"]: cell_links(v, out_dir, published=publish) for v in verdicts}
     matrix = build_matrix(verdicts)
+    issue_hrefs = copy_pages([k["reference"] for k in matrix["known_issues"]], out_dir)
     _atomic(out_dir / "matrix.json", json.dumps(matrix, indent=1, sort_keys=True, default=str) + "\n")
-    _atomic(out_dir / "summary.md", markdown.render(verdicts, matrix, links))
+    _atomic(out_dir / "summary.md", markdown.render(verdicts, matrix, links, issue_hrefs))
     _atomic(out_dir / "junit.xml", junit.render(verdicts, links))
     allure.write(verdicts, out_dir / "allure-results", links)
-    _atomic(out_dir / "index.html", html.render(verdicts, matrix, timelines or {}, links, history))
+    _atomic(out_dir / "index.html", html.render(verdicts, matrix, timelines or {}, links, history, issue_hrefs))
     return matrix

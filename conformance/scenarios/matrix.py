@@ -8,7 +8,8 @@ different yet share an id (two scenario files with one ``name``) get directories
 directory gets ``summary.json`` and the reports even when a cell fails or the run is interrupted (the cells
 that finished are judged; the interrupted one is marked incomplete), and then
 the interrupt goes on to the caller as :class:`MatrixInterrupted`, which
-carries that result. The exit status is 0 when every verdict passes, 1 when
+carries that result. The exit status is 0 when every cell passes or is a
+known issue (every failing finding a known client bug), 1 when
 any cell failed (an invariant violated or unknown, or input lines that
 could not be used: the report's rule,
 :func:`conformance.pipeline.matrix.cell_result`), else 2 on a suite error

@@ -136,10 +136,14 @@ FIRST_COOPERATIVE = (1, 6, 1)
 #: Its rows of the known-issues table (conformance.members.known_issues); see "Expected verdicts" above.
 KNOWN_ISSUES: tuple[KnownIssue, ...] = (
     KnownIssue("librdkafka", None, "2.1.0", "D1", "librdkafka v2.0.0 release notes (known issue; fixed in v2.1.0)",
-               "consume(num_messages > 1) loses records it had fetched when a rebalance runs alongside it"),
+               "consume(num_messages > 1) loses records it had fetched when a rebalance runs alongside it",
+               # D1's culprit is the owner when the records were acknowledged; a rebalance moved the partition.
+               evidence=(("owner_changed", True),)),
     KnownIssue("librdkafka", None, "2.10.0", "L1", "confluentinc/librdkafka issue 4059",
                "a failed commit of the previous generation during a join sets the generation to -1; as leader it "
-               "then syncs generation -1, which the broker refuses"),
+               "then syncs generation -1, which the broker refuses",
+               # L1's culprit is the leader; its SyncGroup went out for generation -1.
+               evidence=(("sync_generation", -1),)),
 )
 
 

@@ -116,7 +116,9 @@ FEATURES: tuple[Feature, ...] = (
 KNOWN_ISSUES: tuple[KnownIssue, ...] = (
     KnownIssue("sarama", None, "1.43.3", "D2", "IBM/sarama PR 2947",
                "two OffsetCommit requests of one member can go out of order, so the broker accepts an offset "
-               "below one it accepted a few milliseconds earlier"),
+               "below one it accepted a few milliseconds earlier",
+               # D2's culprit is the member whose commit took the offset back: here its own earlier commit.
+               evidence=(("same_member", True),)),
     # Before 1.31.0 ConsumerGroupMemberMetadata.decode reads Version, Topics and UserData only, and
     # Sarama's decoder refuses the bytes left over: a v1+ subscription's OwnedPartitions (Java 2.4+).
     KnownIssue("sarama", None, "1.31.0", "L1", "IBM/sarama issue 1808 (OwnedPartitions decoded from 1.31.0)",

@@ -54,4 +54,30 @@ CATALOG: dict[str, tuple[Check, str]] = {
 }
 
 
+#: The severity classes, worst first: what breaking an invariant of each costs a user.
+SEVERITIES: tuple[str, ...] = ("safety", "liveness", "protocol", "efficiency")
+
+#: invariant -> its one severity class (a report shows the worst class of an entry's findings; the
+#: cell verdict and the exit status do not depend on it). safety: two owners, records lost or
+#: consumed outside ownership, offsets backwards; liveness: no convergence, stalls, crashes;
+#: protocol: encoding, leadership and protocol rules; efficiency: stickiness, balance, needless
+#: revokes and re-reads. A new invariant adds one row here (a test refuses a catalog entry without).
+SEVERITY: dict[str, str] = {
+    "E1": "protocol", "E2": "protocol", "E3": "protocol", "E4": "protocol", "E5": "protocol",
+    "L1": "protocol", "L2": "safety", "L3": "efficiency", "L4": "efficiency", "L5": "protocol",
+    "R1": "safety", "R2": "safety", "R3": "efficiency", "R4": "liveness", "R5": "protocol",
+    "K1": "protocol", "K2": "protocol", "K3": "liveness", "K4": "safety", "K5": "protocol",
+    "D1": "safety", "D2": "safety", "D3": "efficiency",
+    "P1": "liveness",
+    "V1": "liveness",
+    # C1, C2: safety; V2: liveness (issue #38), once their checks are in CATALOG.
+}
+
+
+def worst_severity(invariants) -> str | None:
+    """The worst class of ``invariants`` (ids), by :data:`SEVERITIES`; None for none."""
+    ranks = [SEVERITIES.index(SEVERITY[i]) for i in invariants if i in SEVERITY]
+    return SEVERITIES[min(ranks)] if ranks else None
+
+
 from conformance.pipeline.checks.common import violation  # noqa: E402,F401

@@ -20,22 +20,30 @@ if TYPE_CHECKING:
 
 
 def violation(invariant: str, run: str, message: str, *, members: list[str] | None = None,
-              culprit: str | None = None, generation: int | None = None, partitions: list | None = None,
-              ts: float | None = None, evidence: dict[str, Any] | None = None,
+              culprit: str | None = None, harmed: list[str] | None = None, generation: int | None = None,
+              partitions: list | None = None, ts: float | None = None, evidence: dict[str, Any] | None = None,
               allowed_by: str | None = None) -> dict:
     """A finding of ``invariant`` in ``run``.
 
-    ``members``: every member the finding implicates (the matrix fails a pair of kinds only for a
-    finding that implicates both); ``culprit``: the one of them the evidence blames, where it does
-    (it is added to ``members``). ``allowed_by``: the name of the rule of
-    :data:`conformance.pipeline.checks.rules.RULES` that excuses it; the finding is then reported as
-    allowed, never as a violation. An unknown rule name raises ``ValueError``: an exemption that is
-    not in the one list of rules cannot be applied."""
+    ``culprit``: the member whose act broke the rule (the leader that planned a move, the member
+    that declared, committed, crashed or stalled), where the evidence knows it; ``harmed``: the
+    members that act harmed (empty with a culprit: it harmed the group as a whole, as a crash or a
+    stall does). ``members``: every member the finding implicates; the culprit and the harmed are
+    added to it. The matrix attributes a finding with a culprit to the pairs of the culprit with
+    each harmed member (every pair of the culprit when none is named), and a finding without one,
+    whose culprit the evidence cannot know, to the pairs its ``members`` implicate
+    (:func:`conformance.pipeline.matrix.attributed_pairs`); a known client bug matches a finding
+    only through its culprit (:func:`conformance.members.known_issues.match`).
+    ``allowed_by``: the name of the rule of :data:`conformance.pipeline.checks.rules.RULES` that
+    excuses it; the finding is then reported as allowed, never as a violation. An unknown rule name
+    raises ``ValueError``: an exemption that is not in the one list of rules cannot be applied."""
     if allowed_by is not None and allowed_by not in RULES:
         raise ValueError(f"{invariant}: no exemption rule named {allowed_by!r}; rules: {', '.join(RULES)}")
-    named = {m for m in (members or []) if m} | ({culprit} if culprit else set())
+    hurt = sorted({m for m in (harmed or []) if m})
+    named = {m for m in (members or []) if m} | ({culprit} if culprit else set()) | set(hurt)
     return {"run": run, "invariant": invariant, "message": message, "members": sorted(named), "culprit": culprit,
-            "generation": generation, "partitions": sorted([[str(p[0]), int(p[1])] for p in (partitions or [])]),
+            "harmed": hurt, "generation": generation,
+            "partitions": sorted([[str(p[0]), int(p[1])] for p in (partitions or [])]),
             "ts": ts, "evidence": evidence or {}, "allowed_by": allowed_by}
 
 

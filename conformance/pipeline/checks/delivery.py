@@ -109,8 +109,12 @@ def check_d1(t: Tables) -> list[dict]:
                        F.least("last_offset", F.coalesce("g_last", "last_offset")).alias("m_last")))
     # Implicated: whoever owned the partition once the first missing record was acknowledged.
     first_missing = missing.groupBy(*_TP).agg(F.min("ts").alias("since"))
-    owners = (first_missing.join(t.ownership.select(*_TP, "member", F.col("end_ts").alias("o_end")), _TP)
-              .where(F.col("o_end") >= F.col("since")).groupBy(*_TP).agg(F.collect_set("member").alias("owners")))
+    # The culprit: the member that owned the partition when it was acknowledged (the first owner since),
+    # whose consumer had to deliver it, or commit no offset past it.
+    owners = (first_missing.join(t.ownership.select(*_TP, "member", F.col("start_ts").alias("o_start"),
+                                                    F.col("end_ts").alias("o_end")), _TP)
+              .where(F.col("o_end") >= F.col("since")).groupBy(*_TP)
+              .agg(F.collect_set("member").alias("owners"), F.min_by("member", "o_start").alias("first_owner")))
     rows = t.collect(missing.groupBy(*_TP)
                      .agg(F.sort_array(F.collect_list(F.struct("first_offset", "last_offset", "ts", "m_first", "m_last")))
                           .alias("ranges"))
@@ -121,10 +125,15 @@ def check_d1(t: Tables) -> list[dict]:
         n = sum(b - a + 1 for a, b in missing_ranges)
         shown = ", ".join(f"{a}-{b}" for a, b in missing_ranges[:10]) + (" ..." if len(missing_ranges) > 10 else "")
         owners = sorted(r["owners"] or [])
+        culprit = r["first_owner"]
         out.append(violation("D1", r["run"], f"{n} acknowledged record(s) of {r['topic']}-{r['partition']} never "
-                             f"consumed: offsets {shown}" + (f" (owned since by {', '.join(owners)})" if owners else ""),
-                             members=owners, partitions=[[r["topic"], r["partition"]]],
-                             ts=r["ranges"][0]["ts"], evidence={"missing": missing_ranges[:100], "records": n}))
+                             f"consumed: offsets {shown}" + (f" (owned since by {', '.join(owners)}; culprit "
+                                                             f"{culprit}, the owner when they were acknowledged)"
+                                                             if owners else "; culprit unknown: nobody owned it since"),
+                             members=owners, culprit=culprit, partitions=[[r["topic"], r["partition"]]],
+                             ts=r["ranges"][0]["ts"],
+                             evidence={"missing": missing_ranges[:100], "records": n,
+                                       "owner_changed": len(owners) > 1}))
     return out
 
 
@@ -150,9 +159,12 @@ def check_d2(t: Tables) -> list[dict]:
     back, stale, epochs = t.collect_many(back, stale, epochs)
     out = [violation("D2", r["run"], f"committed offset of {r['topic']}-{r['partition']} went back from "
                      f"{r['prev_offset']} ({r['prev_member']}) to {r['offset']} ({r['member']})",
-                     members=[r["member"], r["prev_member"]], generation=r["generation"],
-                     partitions=[[r["topic"], r["partition"]]], ts=r["ts"],
-                     evidence={"previous_ts": r["prev_ts"], "previous": r["prev_offset"], "now": r["offset"]})
+                     # The culprit is the member whose commit took the offset back; it harmed the member
+                     # whose progress it undid (itself, when its own commits went out of order).
+                     members=[r["member"], r["prev_member"]], culprit=r["member"], harmed=[r["prev_member"]],
+                     generation=r["generation"], partitions=[[r["topic"], r["partition"]]], ts=r["ts"],
+                     evidence={"previous_ts": r["prev_ts"], "previous": r["prev_offset"], "now": r["offset"],
+                               "same_member": r["member"] == r["prev_member"]})
            for r in back]
     for r in stale:
         parts = [[x["topic"], x["partition"]] for x in r["tps"]]

@@ -48,9 +48,14 @@ def check_e1(t: Tables) -> list[dict]:
            .groupBy("run", "metadata_hex", "decode_error")
            .agg(F.min("ts").alias("ts"), F.collect_set("member").alias("seen_by"),
                 F.first("subject_member_id").alias("subject"), F.first("protocol_name").alias("protocol"),
-                F.count("*").alias("frames")))
-    return [violation("E1", r["run"], f"subscription ({r['protocol']}) does not decode: {r['decode_error']}",
-                      members=r["seen_by"], ts=r["ts"],
+                F.count("*").alias("frames"),
+                F.collect_set(F.when(F.col("source") == "request", F.col("member"))).alias("writers")))
+    # The culprit is the member whose JoinGroup request carried the bytes (one writer); seen only in
+    # the leader's view, the writer is not known and every member that saw them is implicated.
+    return [violation("E1", r["run"], f"subscription ({r['protocol']}) does not decode: {r['decode_error']}"
+                      + ("" if len(r["writers"] or []) == 1 else "; culprit unknown: no single member sent it"),
+                      members=r["seen_by"], culprit=r["writers"][0] if len(r["writers"] or []) == 1 else None,
+                      ts=r["ts"],
                       evidence={"metadata_hex": r["metadata_hex"], "member_id": r["subject"], "frames": r["frames"]})
             for r in bad]
 
@@ -103,7 +108,7 @@ def check_e4(t: Tables) -> list[dict]:
     return [violation("E4", r["run"], f"{r['member']} sent {r['protocol_name']} subscription v{r['version']} bytes that "
                       f"differ from the canonical encoding of the same content"
                       + (f" ({r['err']})" if r["err"] else ""),
-                      members=[r["member"]], ts=r["ts"], evidence={"metadata_hex": r["metadata_hex"]})
+                      members=[r["member"]], culprit=r["member"], ts=r["ts"], evidence={"metadata_hex": r["metadata_hex"]})
             for r in bad]
 
 

@@ -385,7 +385,7 @@ def check_l2(t: Tables) -> list[dict]:
     for r in dup:
         out.append(violation("L2", r["run"], f"generation {r['generation']} assigns {r['topic']}-{r['partition']} to "
                              f"{len(r['owners'])} members: {', '.join(sorted(r['owners']))} (leader {r['leader']})",
-                             members=r["owners"], culprit=r["leader"],
+                             members=r["owners"], culprit=r["leader"], harmed=r["owners"],
                              generation=r["generation"], partitions=[[r["topic"], r["partition"]]], ts=r["ts"],
                              evidence={"leader": r["leader"], "owners": sorted(r["owners"]),
                                        "wire_lines": list(r["lines"])}))
@@ -393,7 +393,7 @@ def check_l2(t: Tables) -> list[dict]:
         parts = [[x["topic"], x["partition"]] for x in r["tps"]]
         out.append(violation("L2", r["run"], f"generation {r['generation']} assigns {fmt_tps(parts)} to {r['who']}, "
                              f"which subscribed only to {', '.join(r['topics'])} (leader {r['leader']})",
-                             members=[r["who"]], culprit=r["leader"],
+                             members=[r["who"]], culprit=r["leader"], harmed=[r["who"]],
                              generation=r["generation"], partitions=parts, ts=r["ts"],
                              evidence={"leader": r["leader"], "subscribed": list(r["topics"]), "wire_line": r["line"]}))
     for r in incomplete:
@@ -421,7 +421,8 @@ def _final_counts(t: Tables):
 
 
 def check_l3(t: Tables) -> list[dict]:
-    rows = t.collect(_final_counts(t))
+    rows, leaders = t.collect_many(_final_counts(t), generation_leaders(t))
+    leader_of = leaders_by_generation(leaders)
     by_gen: dict[tuple, list] = defaultdict(list)
     for r in rows:
         by_gen[(r["run"], r["generation"], r["protocol_name"])].append(r)
@@ -431,9 +432,15 @@ def check_l3(t: Tables) -> list[dict]:
             continue
         counts = {(m["subject"] or m["subject_member_id"]): int(m["n"] or 0) for m in members}
         if max(counts.values()) - min(counts.values()) > 1:
+            # The culprit is the generation's leader, which planned it; harmed, the members at either
+            # extreme (overloaded or starved). No known leader: the culprit is not known.
+            leader = leader_of.get((run, gen), (None, None))[0]
+            extremes = [k for k, v in counts.items() if v in (max(counts.values()), min(counts.values()))]
             out.append(violation("L3", run, f"final generation {gen} ({proto}) is unbalanced: "
-                                 + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())),
-                                 members=list(counts), generation=gen, evidence={"counts": counts}))
+                                 + ", ".join(f"{k}={v}" for k, v in sorted(counts.items()))
+                                 + (f" (planned by leader {leader})" if leader else "; culprit unknown: no known leader"),
+                                 members=list(counts), culprit=leader, harmed=extremes if leader else None,
+                                 generation=gen, evidence={"counts": counts}))
     return out + _final_state_not_judged(t, "L3", "balance")
 
 
@@ -539,12 +546,21 @@ def check_l4(t: Tables) -> list[dict]:
                 bare_moves = [tp for tp, (m, hs) in takings.items()
                               if all((run, h, m, tp) in without_generation for h in hs)]
                 bare_only = bool(bare_moves) and len(moved) - len(bare_moves) <= needed
+                # The culprit is the leader that planned the moves (one leader for every taking generation);
+                # the harmed are the members that lost a partition they could keep. Several leaders, or one
+                # unknown: the culprit is not known and every member that stayed is implicated.
+                culprit = taker_names[0] if len(taker_names) == 1 and all(n for n, _ in took) else None
+                # Beside a needed move, only the members whose generationless claims were moved were harmed.
+                losers = sorted({names.get(takings[tp][0], takings[tp][0])
+                                 for tp in (bare_moves if bare_only else moved)})
                 out.append(violation("L4", run, f"generation {g1} -> {g2} moved {len(moved)} partitions away from "
                                      f"members that stayed, {needed} would do: {fmt_tps(moved)} (taken by "
                                      f"{', '.join(taker_names) or 'an unknown leader'} in generation(s) "
-                                     f"{', '.join(map(str, gens_taking))})",
-                                     members=[names.get(m, m) for m in survivors]
-                                     + [n for n in taker_names if n not in {names.get(m, m) for m in survivors}],
+                                     f"{', '.join(map(str, gens_taking))}"
+                                     + (f"; taken from {', '.join(losers)})" if culprit else
+                                        "; culprit unknown: no single known leader planned them)"),
+                                     members=losers if culprit else [names.get(m, m) for m in survivors] + taker_names,
+                                     culprit=culprit, harmed=losers if culprit else None,
                                      generation=g2, partitions=[list(tp) for tp in moved],
                                      evidence={"moved": len(moved), "needed": needed, "from_generation": g1,
                                                "taken_in": gens_taking,

@@ -110,7 +110,8 @@ def check_r1(t: Tables) -> list[dict]:
         out.append(violation("R1", r["run"], f"leader {r['leader']} of cooperative generation {r['generation']} gave "
                              f"{fmt_tps(parts)} to {r['to']} although {r['claimant']} validly declared them owned "
                              f"(declared generation {r['sub_gen']})", members=[r["leader"], r["to"], r["claimant"]],
-                             culprit=r["leader"], generation=r["generation"], partitions=parts, ts=r["ts"],
+                             culprit=r["leader"], harmed=[r["claimant"], r["to"]], generation=r["generation"],
+                             partitions=parts, ts=r["ts"],
                              evidence={"claimant_member_id": r["claimant_id"], "declared_generation": r["sub_gen"],
                                        "join_wire_line": r["claim_line"], "sync_wire_line": r["sync_line"],
                                        "assignment_hex": r["assignment_hex"]}))
@@ -140,7 +141,8 @@ def check_r2(t: Tables) -> list[dict]:
         first = cases[0]
         out.append(violation("R2", r["run"], f"{r['m1']} and {r['m2']} both owned {fmt_tps(parts)}; first overlap "
                              f"{first['topic']}-{first['partition']} for {first['ov_end'] - first['ov_start']:.0f} ms "
-                             f"(kept by {first['kept_by']})",
+                             f"(kept by {first['kept_by']}); culprit unknown: either may have held on too long, "
+                             "or a leader handed it out too soon",
                              members=[r["m1"], r["m2"]], partitions=[list(p) for p in parts],
                              ts=first["ov_start"],
                              evidence={"overlaps": [{"partition": [c["topic"], c["partition"]], "from": c["ov_start"],
@@ -230,11 +232,17 @@ def check_r3(t: Tables) -> list[dict]:
         taker_names = sorted({n for n, _ in took if n and n != r["member"]})
         bare_only = all((r["run"], c["generation"], r["member"], c["topic"], c["partition"]) in without_generation
                         for c in cases)
+        leaders = {n for n, _ in took}
+        revoker = next(iter(leaders)) if len(leaders) == 1 and None not in leaders else None
         out.append(violation("R3", r["run"], f"{r['member']} had {fmt_tps(parts)} revoked and then assigned back with no "
                              "other owner in between (a retained partition must not be revoked; revoking generation(s) "
                              f"{', '.join(str(c['generation']) for c in cases[:5])} led by "
-                             f"{', '.join(sorted({n or 'an unknown leader' for n, _ in took}))})",
+                             f"{', '.join(sorted({n or 'an unknown leader' for n, _ in took}))}"
+                             + ("" if revoker else "; culprit unknown: no single known leader revoked it") + ")",
                              members=[r["member"], *taker_names],
+                             # The culprit is the leader of the revoking generation(s) when one known leader
+                             # led them all (the member itself, when it led); else it is not known.
+                             culprit=revoker, harmed=[r["member"]] if revoker else None,
                              partitions=[list(p) for p in parts], ts=cases[0]["ts"],
                              evidence={"cases": [{"partition": [c["topic"], c["partition"]], "revoked_ts": c["ts"],
                                                   "assigned_ts": c["next_ts"], "revoked_generation": c["generation"],
