@@ -68,9 +68,9 @@ SEVERITY: dict[str, str] = {
     "R1": "safety", "R2": "safety", "R3": "efficiency", "R4": "liveness", "R5": "protocol",
     "K1": "protocol", "K2": "protocol", "K3": "liveness", "K4": "safety", "K5": "protocol",
     "D1": "safety", "D2": "safety", "D3": "efficiency",
+    "C1": "safety", "C2": "safety",
     "P1": "liveness",
-    "V1": "liveness",
-    # C1, C2: safety; V2: liveness (issue #38), once their checks are in CATALOG.
+    "V1": "liveness", "V2": "liveness",
 }
 
 

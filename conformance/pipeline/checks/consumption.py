@@ -124,7 +124,7 @@ def check_c1(t: Tables) -> list[dict]:
             f"{r['member']} handed {r['records']} record(s) of {fmt_tps([[r['topic'], r['partition']]])} "
             f"(offsets {r['from_offset']}..{r['to_offset']}, {r['batches']} batch(es), the first recorded "
             f"+{(r['first_ts'] - t0v) / 1000:.1f} s) to its application {when}{meanwhile}",
-            members=[r["member"], *owners], culprit=r["member"], partitions=[[r["topic"], r["partition"]]],
+            members=[r["member"], *owners], culprit=r["member"], harmed=owners, partitions=[[r["topic"], r["partition"]]],
             ts=r["first_ts"],
             evidence={"incarnation": r["incarnation"], "ownership_ended_by": r["state"],
                       "ended_ts": r["state_ts"], "batches": r["batches"],
