@@ -34,7 +34,7 @@ from conformance import config, wirelog
 from conformance.faults import WINDOW_LINES
 from conformance.protocol import (Assignment, DecodeError, Subscription, TopicPartitions, decode_assignment,
                                   decode_subscription, encode_assignment, encode_subscription)
-from conformance.reference.codes import GROUP_ID_NOT_FOUND
+from conformance.reference.codes import GROUP_ID_NOT_FOUND, INCONSISTENT_GROUP_PROTOCOL
 
 TP = tuple[str, int]
 
@@ -1197,6 +1197,21 @@ def refusal_despite_policy(run: RunEdit) -> tuple[str | None, str]:
                   + ", ".join(f"{run.wire[i]['member']} (wire line {i + 1})" for i, _ in joins))
 
 
+def classic_refusal_despite_policy(run: RunEdit) -> tuple[str | None, str]:
+    """K5 (KAFKA-20640). The broker refuses a classic member's join into a consumer group its policy
+    allows: on a run whose classic JoinGroups were refused (INCONSISTENT_GROUP_PROTOCOL) under
+    ``migration-policy=disabled`` with no other classic member in the group, the manifest's policy
+    becomes ``bidirectional``, under which the broker admits classic members."""
+    refused = [i for i, f in enumerate(run.wire) if f.get("api") == "JoinGroup" and f.get("direction") == "response"
+               and f.get("error_code") == INCONSISTENT_GROUP_PROTOCOL]
+    if not refused:
+        raise NotApplicable("no classic JoinGroup refused with INCONSISTENT_GROUP_PROTOCOL")
+    was = run.manifest.get("migration_policy")
+    run.manifest["migration_policy"] = "bidirectional"
+    return run.wire[refused[0]]["member"], (f"migration_policy {was!r} -> 'bidirectional'; the broker still refuses "
+                                            + ", ".join(f"{run.wire[i]['member']} (wire line {i + 1})" for i in refused))
+
+
 def upgrade_despite_userdata(run: RunEdit) -> tuple[str | None, str]:
     """K5 (KAFKA-18134). The broker upgrades a classic group whose assignments carry userData: on a
     run whose group converted online, the last classic leader's SyncGroup before the first admitted
@@ -1531,12 +1546,14 @@ CONSUMER_PROTOCOL_MUTATIONS: tuple[Mutation, ...] = (
 #: The mutations of a KIP-848 online migration (K5): the first two need a group that converted
 #: online (the classic-first recorded run), the third a run whose upgrade the policy refused (the
 #: recorded refused-migration run), the last one a run whose upgrade userData refused (the recorded
-#: custom-assignor-upgrade run); tests/test_consumer_protocol_recorded.py applies each to its run.
+#: custom-assignor-upgrade run), and a classic join refused under a policy that admits it (the recorded
+#: refused-downgrade run); tests/test_consumer_protocol_recorded.py applies each to its run.
 MIGRATION_MUTATIONS: tuple[Mutation, ...] = (
     Mutation("upgrade-despite-policy", "K5", upgrade_despite_policy),
     Mutation("upgrade-despite-userdata", "K5", upgrade_despite_userdata),
     Mutation("refusal-despite-policy", "K5", refusal_despite_policy),
     Mutation("refusal-without-userdata", "K5", refusal_without_userdata),
+    Mutation("classic-refusal-despite-policy", "K5", classic_refusal_despite_policy),
 )
 
 

@@ -31,6 +31,14 @@ assignment carried userData; the broker refused m1's consumer-protocol join with
 ("an unsupported custom assignor is in use", KAFKA-18134) and m1 stopped on it. K5 holds: the
 policy allows the upgrade, the userData forbids it.
 
+``reference-librdkafka-java-4.4.0-refused-downgrade``: the ``refused-downgrade`` scenario (broker
+4.4.0, ``migration-policy=disabled``, seed 38): m0-reference and m1-librdkafka on the consumer
+protocol made the group a consumer group, then classic m2-java joined. The broker refused its
+JoinGroup with INCONSISTENT_GROUP_PROTOCOL ("Cannot join the consumer group ... with the classic
+protocol because the group migration is disabled", KAFKA-20640) and m2-java stopped on it (an
+InconsistentGroupProtocolException from poll, exit 3). K5 holds; the stop is a
+V1/migration-refused finding.
+
 Mutants of the recorded runs (:data:`conformance.mutate.CONSUMER_PROTOCOL_MUTATIONS` on the mixed
 run, :data:`conformance.mutate.MIGRATION_MUTATIONS` on the classic-first and the refused runs;
 real frames and timing, one edit each) must each fail the invariant they name. All copies are
@@ -53,9 +61,11 @@ MIXED = FIXTURES / "java-4.4.0-librdkafka-2.16.1-consumer-rolling-restart.tar.xz
 CLASSIC_FIRST = FIXTURES / "java-4.4.0-librdkafka-2.16.1-consumer-rolling-restart-classic-first.tar.xz"
 REFUSED = FIXTURES / "reference-java-librdkafka-4.4.0-refused-migration.tar.xz"
 CUSTOM_ASSIGNOR = FIXTURES / "sarama-1.61.1-reference-4.4.0-custom-assignor-upgrade.tar.xz"
+REFUSED_DOWNGRADE = FIXTURES / "reference-librdkafka-java-4.4.0-refused-downgrade.tar.xz"
 #: The recorded run each migration mutation edits (by copy name).
 MIGRATION_BASE = {"upgrade-despite-policy": "classic-first", "upgrade-despite-userdata": "classic-first",
-                  "refusal-despite-policy": "refused", "refusal-without-userdata": "custom-assignor"}
+                  "refusal-despite-policy": "refused", "refusal-without-userdata": "custom-assignor",
+                  "classic-refusal-despite-policy": "refused-downgrade"}
 
 
 def _classic_leaders(run: RunEdit) -> list[tuple[int, dict, int]]:
@@ -105,8 +115,10 @@ def recorded_copies(root: Path) -> dict[str, Path]:
     classic_first = unpack(CLASSIC_FIRST, root / "classic-first")
     refused = unpack(REFUSED, root / "refused")
     custom = unpack(CUSTOM_ASSIGNOR, root / "custom-assignor")
+    refused_downgrade = unpack(REFUSED_DOWNGRADE, root / "refused-downgrade")
     runs = root / "runs"
-    originals = {"mixed": mixed, "classic-first": classic_first, "refused": refused, "custom-assignor": custom}
+    originals = {"mixed": mixed, "classic-first": classic_first, "refused": refused, "custom-assignor": custom,
+                 "refused-downgrade": refused_downgrade}
     dirs = {name: copy_run(run, runs / name) for name, run in originals.items()}
     for m in CONSUMER_PROTOCOL_MUTATIONS + MIGRATION_MUTATIONS:
         made = mutate(originals[MIGRATION_BASE.get(m.name, "mixed")], m, runs / m.name)
@@ -166,6 +178,17 @@ def test_a_refused_upgrade_keeps_the_group_classic_and_each_refused_member_stop_
     stopped = {f["culprit"]: f["evidence"] for f in v["invariants"]["V1"]["allowed"]}
     assert set(stopped) == {"m1-reference", "m2-java", "m3-librdkafka"}, stopped
     assert all("online upgrade is disabled" in e["refusal"] for e in stopped.values()), stopped
+
+
+def test_a_classic_join_refused_by_the_disabled_policy_is_due_and_its_stop_allowed(judged):
+    # The other direction: the consumer group refuses classic m2-java under migration-policy=disabled;
+    # the broker did what the policy says (K5 holds) and m2-java's stop is named, allowed, never dropped.
+    v = judged["verdicts"]["refused-downgrade"]
+    assert v["verdict"] == "pass" and v["malformed"] == [], (_failing(v), v["malformed"][:3])
+    assert v["invariants"]["K5"]["status"] == "pass"
+    assert v["allowed"] == {"V1/migration-refused": 1}, v["allowed"]
+    [stop] = v["invariants"]["V1"]["allowed"]
+    assert stop["culprit"] == "m2-java" and stop["evidence"]["refused_error"] == "INCONSISTENT_GROUP_PROTOCOL", stop
 
 
 def test_an_upgrade_refused_for_userdata_is_due(judged):

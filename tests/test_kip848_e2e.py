@@ -137,6 +137,21 @@ def test_nightly_refused_migration_keeps_the_group_classic(tmp_path: Path) -> No
 
 @pytest.mark.nightly
 @pytest.mark.timeout(1500)
+def test_nightly_refused_downgrade_keeps_the_classic_member_out(tmp_path: Path) -> None:
+    # The other direction: two consumer-protocol members make the group, classic Java joins last; under
+    # migration-policy=disabled the broker refuses it (KAFKA-20640) and it stops (passed on 4.4.0: 145 s).
+    verdict, run_dir = _run(tmp_path, "refused-downgrade", "reference+consumer,librdkafka+consumer,java")
+    assert verdict["verdict"] == "pass", verdict["run"]
+    assert verdict["invariants"]["K5"]["status"] == "pass"
+    [stop] = verdict["invariants"]["V1"]["allowed"]
+    assert stop["culprit"] == "m2-java" and stop["evidence"]["refused_error"] == "INCONSISTENT_GROUP_PROTOCOL", stop
+    refusals = [r for r in _lines(run_dir / "wire.jsonl") if r["api"] == "JoinGroup" and r["direction"] == "response"
+                and r.get("error_code") == 23]
+    assert {r["member"] for r in refusals} == {"m2-java"}, refusals
+
+
+@pytest.mark.nightly
+@pytest.mark.timeout(1500)
 def test_nightly_custom_assignor_upgrade_is_refused_under_sarama(tmp_path: Path) -> None:
     # Sarama leads alone once the reference leaves for its bounce: its sticky assignment carries userData.
     verdict, run_dir = _run(tmp_path, "custom-assignor-upgrade", "sarama,reference+consumer")

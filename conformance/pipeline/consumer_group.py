@@ -27,6 +27,8 @@ the wire alone, when that is not the case. Pieces are built once per Tables
 - :func:`join_answers`: the broker's answers to consumer-protocol joins (a
   request at epoch 0): admitted (an epoch > 0) or refused (GROUP_ID_NOT_FOUND:
   the broker would not make the group a consumer group, KIP-848 migration).
+- :func:`classic_join_answers`: the broker's answers to classic JoinGroups:
+  admitted or refused (INCONSISTENT_GROUP_PROTOCOL).
 
 Guarantees: everything here is derived from ``heartbeats`` and ``frames``
 (the wire), the session timeout from the manifest's timing; a run without
@@ -41,7 +43,8 @@ from pyspark.sql import functions as F
 
 from conformance.pipeline.checks.common import timing
 from conformance.pipeline.derived import Tables
-from conformance.reference.codes import FENCED_MEMBER_EPOCH, GROUP_ID_NOT_FOUND, UNKNOWN_MEMBER_ID
+from conformance.reference.codes import (FENCED_MEMBER_EPOCH, GROUP_ID_NOT_FOUND, INCONSISTENT_GROUP_PROTOCOL,
+                                        MEMBER_ID_REQUIRED, UNKNOWN_MEMBER_ID)
 
 #: Request epochs that leave the group (KIP-848: -1 leave, -2 a static member's temporary leave).
 LEAVE_EPOCHS = (-1, -2)
@@ -82,6 +85,29 @@ def join_answers(t: Tables):
                         ((F.coalesce("error_code", F.lit(0)) == 0) & (F.col("member_epoch") > 0)).alias("admitted"),
                         (F.col("error_code") == GROUP_ID_NOT_FOUND).alias("refused")))
     return t.shared("join_answers", build)
+
+
+def classic_join_answers(t: Tables):
+    """(run, member, member_id, line, ts, request_line, request_ts, protocol_type, error_code, admitted, passed,
+    refused): every response to a classic JoinGroup, paired with its request (same member and correlation id;
+    request columns null when the capture lacks it). ``admitted``: no error; ``passed``: no error or
+    MEMBER_ID_REQUIRED (the broker asks for a member id only after its group checks passed);
+    ``refused``: INCONSISTENT_GROUP_PROTOCOL, the broker's
+    answer when a classic member may not join a consumer group (KAFKA-20640: migration policy ``disabled``;
+    ``ConsumerGroup.supportsClassicProtocols``: no protocol shared with the classic members)."""
+    def build():
+        jg = t.frames.where(F.col("api") == "JoinGroup")
+        req = jg.where(F.col("direction") == "request").select(
+            "run", "member", "correlation_id", F.col("line").alias("request_line"), F.col("ts").alias("request_ts"),
+            "protocol_type")
+        code = F.coalesce("error_code", F.lit(0))
+        return (jg.where(F.col("direction") == "response")
+                .select("run", "member", "member_id", "line", "ts", "correlation_id", "error_code")
+                .join(req, ["run", "member", "correlation_id"], "left")
+                .select("run", "member", "member_id", "line", "ts", "request_line", "request_ts", "protocol_type",
+                        "error_code", (code == 0).alias("admitted"), code.isin(0, MEMBER_ID_REQUIRED).alias("passed"),
+                        (code == INCONSISTENT_GROUP_PROTOCOL).alias("refused")))
+    return t.shared("classic_join_answers", build)
 
 
 def consumer_spans(t: Tables):

@@ -43,7 +43,7 @@ CATALOG: dict[str, tuple[Check, str]] = {
     "K2": (consumer.check_k2, "classic members in a consumer group get the broker's assignment and run no assignor"),
     "K3": (consumer.check_k3, "every consumer member converges to its assignment within the rebalance timeout"),
     "K4": (consumer.check_k4, "no commit from a stale member epoch is accepted"),
-    "K5": (consumer.check_k5, "online migration to a consumer group follows the broker's migration policy"),
+    "K5": (consumer.check_k5, "online migration follows the broker's migration policy, both directions"),
     "D1": (delivery.check_d1, "every acknowledged record is consumed at least once"),
     "D2": (delivery.check_d2, "committed offsets never go backwards; no stale-generation commit is accepted"),
     "D3": (delivery.check_d3, "duplicates are counted and attributed to a rebalance or fault"),

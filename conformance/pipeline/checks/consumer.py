@@ -61,8 +61,28 @@ group and the L1/D2 rules that say so.
   a broker from 4.0 (KAFKA-18134: "an unsupported custom assignor is in use"),
   and such a group admitted is a finding too. Joins that get other errors
   (coordinator moved, loading) are not judged; what a refused member does
-  next is V1's (rule ``V1/migration-refused``). Downgrades are not judged
-  here: a group that converts back shows in K2 and the classic checks.
+  next is V1's (rule ``V1/migration-refused``).
+  The other direction: a classic JoinGroup (protocol type ``consumer``) that
+  meets a live consumer group (its request inside a consumer period) joins it
+  through the broker's classic bridge
+  (``GroupMetadataManager.classicGroupJoin`` sends a join to a non-empty
+  consumer group to ``classicGroupJoinToConsumerGroup``). From 4.3 that
+  method first calls ``throwIfClassicMemberCannotJoinConsumerGroup``: with
+  the policy ``disabled`` it refuses with INCONSISTENT_GROUP_PROTOCOL ("Cannot
+  join the consumer group ... with the classic protocol because the group
+  migration is disabled"; KAFKA-20640, apache/kafka#22457; read in 4.4.0's
+  bytecode, measured on 4.3.1 and 4.4.0, absent from 3.9.2). Under
+  ``upgrade``, ``downgrade`` and ``bidirectional`` (and every policy before
+  4.3) the policy admits it; the broker then refuses only a member whose
+  protocols share none with every classic member already in the group
+  (``ConsumerGroup.supportsClassicProtocols``). So with ``disabled`` on a
+  broker from 4.3 a join that passed (no error, or MEMBER_ID_REQUIRED, which
+  the broker answers only after that check) is a finding; otherwise a
+  refusal when no other classic member was live in the group (none to
+  conflict with) is a finding. What the refused member does next is V1's
+  (rule ``V1/migration-refused``). Downgrades themselves (the last consumer
+  member leaving) are not judged here: a group that converts back shows in
+  K2 and the classic checks.
 """
 
 from __future__ import annotations
@@ -73,8 +93,8 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from conformance.pipeline.checks.common import fmt_tps, timing, violation
-from conformance.pipeline.consumer_group import (consumer_member_ids, consumer_periods, consumer_spans,
-                                                 heartbeat_stints, in_consumer_period, join_answers)
+from conformance.pipeline.consumer_group import (classic_join_answers, consumer_member_ids, consumer_periods,
+                                                 consumer_spans, heartbeat_stints, in_consumer_period, join_answers)
 from conformance.pipeline.derived import Tables
 
 #: The first broker version that accepts a commit from an epoch between the partition's assignment
@@ -86,6 +106,9 @@ ONLINE_MIGRATION_FROM = (3, 8)
 BIDIRECTIONAL_DEFAULT_FROM = (4, 0)
 #: The first broker version that will not upgrade a group whose assignments carry userData (KAFKA-18134).
 USERDATA_REFUSED_FROM = (4, 0)
+#: The first broker version that refuses a classic member's join into a consumer group under the policy
+#: ``disabled`` (KAFKA-20640; measured on 4.3.1 and 4.4.0, 3.9.2 admits it).
+CLASSIC_JOIN_REFUSED_FROM = (4, 3)
 #: Migration policies that allow a classic group's online upgrade.
 UPGRADE_POLICIES = ("bidirectional", "upgrade")
 #: The classic group APIs whose answer without error shows a member in the classic group.
@@ -382,6 +405,39 @@ def check_k5(t: Tables) -> list[dict]:
             message = (f"the broker admitted {joined}, converting the classic group ({classic}) to a consumer group, "
                        f"though {len(userdata)} assignment(s) of generation {r['generation']} (leader {r['leader']}) "
                        "carry userData (it must refuse: an unsupported custom assignor is in use, KAFKA-18134)")
+        else:
+            continue
+        out.append(violation("K5", r["run"], message, members=[r["member"]], ts=r["ts"], evidence=evidence))
+    return out + _check_k5_classic(t)
+
+
+def _check_k5_classic(t: Tables) -> list[dict]:
+    """K5's other direction: classic JoinGroups that meet a live consumer group (module docstring)."""
+    joins = classic_join_answers(t).where(F.col("request_ts").isNotNull() & (F.col("protocol_type") == "consumer")
+                                          & (F.col("passed") | F.col("refused")))
+    joins = in_consumer_period(t, joins, "request_ts").where(F.col("period").isNotNull())
+    rows = (joins.join(_classic_members_at(t, joins), ["run", "line"], "left")
+            .join(t.cells.select("run", "broker_version", F.col("migration_policy").alias("recorded")), "run"))
+    out = []
+    for r in t.collect(rows):
+        policy = migration_policy(r["broker_version"], r["recorded"])
+        if policy is None or _version(r["broker_version"]) < ONLINE_MIGRATION_FROM:
+            continue
+        must_refuse = policy == "disabled" and _version(r["broker_version"]) >= CLASSIC_JOIN_REFUSED_FROM
+        others = [m for m in (r["classic"] or []) if m != r["member"]]
+        consumers = ", ".join(r["period"]["consumers"] or [])
+        joined = f"{r['member']}'s classic JoinGroup (wire line {r['request_line']})"
+        evidence = {"wire_line": r["line"], "request_line": r["request_line"], "member_id": r["member_id"],
+                    "migration_policy": policy, "recorded_policy": r["recorded"], "error_code": r["error_code"],
+                    "consumer_members": list(r["period"]["consumers"] or []), "classic_members": others}
+        if must_refuse and r["passed"]:
+            message = (f"the broker let {joined} into the live consumer group ({consumers}) "
+                       f"(error code {r['error_code'] or 0}), though migration-policy={policy} on broker "
+                       f"{r['broker_version']} must refuse it with INCONSISTENT_GROUP_PROTOCOL (KAFKA-20640)")
+        elif not must_refuse and r["refused"] and not others:
+            message = (f"the broker refused {joined} to the live consumer group ({consumers}) with "
+                       f"INCONSISTENT_GROUP_PROTOCOL, though migration-policy={policy} on broker {r['broker_version']} "
+                       "admits classic members and no other classic member was in the group to conflict with")
         else:
             continue
         out.append(violation("K5", r["run"], message, members=[r["member"]], ts=r["ts"], evidence=evidence))

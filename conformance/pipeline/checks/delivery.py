@@ -25,9 +25,11 @@ Allowed anomalies, each with its reason:
   interrupted run is not a hang. An ``await`` of the scenario that timed out
   (manifest notes) is a violation carrying the state the runner saw, in a
   run that reached its end. A member that stops on a fatal error after the
-  broker refused its consumer-protocol join (GROUP_ID_NOT_FOUND) and never
-  admitted that incarnation is an allowed finding (rule
-  ``V1/migration-refused``); K5 judges whether the refusal was due.
+  broker refused its join across protocols (a consumer-protocol join meeting
+  a classic group: GROUP_ID_NOT_FOUND; a classic JoinGroup meeting a consumer
+  group: INCONSISTENT_GROUP_PROTOCOL) and never admitted that incarnation is
+  an allowed finding (rule ``V1/migration-refused``); K5 judges whether the
+  refusal was due.
 - Runs cut short (a suite error or Ctrl-C ended them before their scenario
   did; manifest ``complete`` false): D1 is not judged, since it promises
   delivery by the end of the scenario, which such a run never reached; V1
@@ -43,7 +45,8 @@ from pyspark.sql import functions as F
 
 from conformance.cluster.supervisor import describe_exit
 from conformance.pipeline.checks.common import fault_windows, fmt_tps, timing, violation
-from conformance.pipeline.consumer_group import consumer_member_ids, in_consumer_period, join_answers
+from conformance.pipeline.consumer_group import (classic_join_answers, consumer_member_ids, in_consumer_period,
+                                                 join_answers)
 from conformance.pipeline.derived import Tables
 from conformance.pipeline.ingest import broadcast
 
@@ -357,9 +360,16 @@ def check_v1(t: Tables) -> list[dict]:
                                        & (F.col("c.member") == F.col("x.member"))
                                        & (F.col("x.x_ts") >= F.col("c.last_ts")), "left")
                .groupBy(*[F.col(f"c.{c}") for c in crashed.columns]).agg(F.min_by("x.code", "x.x_ts").alias("exit_code")))
-    # V1/migration-refused: the incarnation's consumer-protocol join was refused and it was never admitted.
-    answers = join_answers(t).select("run", "member", F.col("ts").alias("a_ts"), F.col("line").alias("a_line"),
-                                     "admitted", "refused", "error_message")
+    # V1/migration-refused: the incarnation's join was refused across protocols (a consumer-protocol join
+    # meeting a classic group, or a classic JoinGroup meeting a consumer group) and it was never admitted.
+    answers = (join_answers(t).select("run", "member", F.col("ts").alias("a_ts"), F.col("line").alias("a_line"),
+                                      "admitted", "refused", "error_message",
+                                      F.lit("consumer-protocol join").alias("joined"),
+                                      F.lit("GROUP_ID_NOT_FOUND").alias("error_name"))
+               .unionByName(classic_join_answers(t).select(
+                   "run", "member", F.col("ts").alias("a_ts"), F.col("line").alias("a_line"), "admitted", "refused",
+                   F.lit(None).cast("string").alias("error_message"), F.lit("classic JoinGroup").alias("joined"),
+                   F.lit("INCONSISTENT_GROUP_PROTOCOL").alias("error_name"))))
     # An answer belongs to the incarnation from its start to the next one's: the tap stamps a frame after the
     # member may have read it (seen: the reference's fatal error and stop 1 ms before the tap's response).
     refusals = (crashed.select("run", "member", "file", "incarnation", "start_ts", "next_start_ts")
@@ -367,7 +377,8 @@ def check_v1(t: Tables) -> list[dict]:
                 .where((F.col("a_ts") >= F.col("start_ts"))
                        & (F.col("next_start_ts").isNull() | (F.col("a_ts") < F.col("next_start_ts"))))
                 .groupBy("run", "file", "incarnation")
-                .agg(F.min_by(F.when(F.col("refused"), F.struct("a_line", "error_message")), "a_ts").alias("refusal"),
+                .agg(F.min_by(F.when(F.col("refused"), F.struct("a_line", "error_message", "joined", "error_name")),
+                              F.when(F.col("refused"), F.col("a_ts"))).alias("refusal"),
                      F.max(F.col("admitted").cast("int")).alias("was_admitted")))
     crashed = crashed.join(refusals, ["run", "file", "incarnation"], "left")
     timed_out = (t.cells.where(F.col("complete")).select("run", F.explode("await_timeouts").alias("a"))
@@ -410,12 +421,14 @@ def check_v1(t: Tables) -> list[dict]:
         evidence = {"incarnation": r["incarnation"], "error": r["last_error"], "end": r["end_kind"],
                     "exit_code": r["exit_code"]}
         if refused:
-            evidence.update(refused_wire_line=r["refusal"]["a_line"], refusal=r["refusal"]["error_message"])
+            evidence.update(refused_wire_line=r["refusal"]["a_line"], refusal=r["refusal"]["error_message"],
+                            refused_error=r["refusal"]["error_name"])
         out.append(violation("V1", r["run"], f"{r['member']} {what}"
                              + (f"; its process {describe_exit(r['exit_code'])}" if r["exit_code"] is not None else "")
                              + (f": {r['last_error']}" if r["last_error"] else "")
-                             + (f" (the broker refused its consumer-protocol join at wire line {r['refusal']['a_line']} "
-                                "with GROUP_ID_NOT_FOUND and never admitted it)" if refused else ""),
+                             + (f" (the broker refused its {r['refusal']['joined']} at wire line "
+                                f"{r['refusal']['a_line']} with {r['refusal']['error_name']} and never admitted it)"
+                                if refused else ""),
                              members=[r["member"]], culprit=r["member"], ts=r["last_ts"], evidence=evidence,
                              allowed_by="V1/migration-refused" if refused else None))
     return out

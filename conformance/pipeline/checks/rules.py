@@ -123,11 +123,14 @@ _RULES: tuple[Rule, ...] = (
          "the new owner's reads (at-least-once delivery under faults)."),
     Rule("V1/migration-refused", "V1",
          "a member incarnation that stops on a fatal error (or exits) after the broker answered its "
-         "consumer-protocol join (a ConsumerGroupHeartbeat at epoch 0) with GROUP_ID_NOT_FOUND, when no heartbeat "
-         "of that incarnation was ever admitted (an epoch > 0)",
+         "consumer-protocol join (a ConsumerGroupHeartbeat at epoch 0) with GROUP_ID_NOT_FOUND, or its classic "
+         "JoinGroup with INCONSISTENT_GROUP_PROTOCOL, when no join of that incarnation was ever admitted (an epoch "
+         "> 0, a JoinGroup without error)",
          "KIP-848: the broker refuses to convert a live classic group to a consumer group (migration policy, "
          "assignments with userData: KAFKA-18134) with GROUP_ID_NOT_FOUND, and Java 4.x, librdkafka 2.12+ and the "
-         "reference treat that error as fatal (seen: all three on broker 4.4.0 with migration-policy=disabled). "
+         "reference treat that error as fatal (seen: all three on broker 4.4.0 with migration-policy=disabled); "
+         "from 4.3 it refuses a classic member's join into a consumer group under migration-policy=disabled with "
+         "INCONSISTENT_GROUP_PROTOCOL (KAFKA-20640), a fatal error for classic clients too. "
          "K5 judges whether the refusal was due; a member that crashes after it was admitted is still a V1 violation."),
     Rule("P1/fault-window", "P1",
          "a stall longer than the bound of which no stretch outside the fault windows of the owner or the broker "
