@@ -237,7 +237,14 @@ def check_e5(t: Tables) -> list[dict]:
                                            "end_reason"), ["run", "member", "topic", "partition"])
              .where(F.col("o_end") <= F.col("ts"))
              .groupBy(*key).agg(F.max_by("end_reason", "o_end").alias("ended")))
-    stale = stale.join(ended, key, "left")
+    # Whom a stale declaration harms: the other members whose history owns the partition at the JoinGroup.
+    rivals = (stale.join(t.ownership.select("run", F.col("member").alias("rival"), "topic", "partition",
+                                            F.col("start_ts").alias("r_start"), F.col("end_ts").alias("r_end")),
+                         ["run", "topic", "partition"])
+              .where((F.col("rival") != F.col("member")) & (F.col("r_start") <= F.col("ts"))
+                     & (F.col("r_end") >= F.col("ts")))
+              .groupBy(*key).agg(F.collect_set("rival").alias("rivals")))
+    stale = stale.join(ended, key, "left").join(rivals, key, "left")
     slack = unclaimed.join(possibly, key).join(exactly, key, "left_anti")
     # Owned by the history at the JoinGroup but not declared: excused (visibly, E5/clock-slack) only
     # when the history ends that ownership up to a heartbeat after the JoinGroup (it lags the revoke).
@@ -254,14 +261,19 @@ def check_e5(t: Tables) -> list[dict]:
           .agg(F.min("ts").alias("ts"), F.min("line").alias("line"), F.count("*").alias("frames")))
     cols = ["run", "member", "line", "ts", "topic", "partition"]
     rows, claim_rows, v0_rows, pending_rows = t.collect_many(
-        stale.select(*cols, F.lit("stale").alias("kind"), F.coalesce("ended", F.lit("never")).alias("ended"))
-        .unionByName(missing.select(*cols, F.lit("missing").alias("kind"), F.lit(None).cast("string").alias("ended")))
-        .unionByName(slack.select(*cols, F.lit("slack").alias("kind"), F.lit(None).cast("string").alias("ended")))
+        stale.select(*cols, F.lit("stale").alias("kind"), F.coalesce("ended", F.lit("never")).alias("ended"),
+                     F.coalesce("rivals", F.array().cast("array<string>")).alias("rivals"))
+        .unionByName(missing.select(*cols, F.lit("missing").alias("kind"), F.lit(None).cast("string").alias("ended"),
+                                    F.array().cast("array<string>").alias("rivals")))
+        .unionByName(slack.select(*cols, F.lit("slack").alias("kind"), F.lit(None).cast("string").alias("ended"),
+                                  F.array().cast("array<string>").alias("rivals")))
         .unionByName(slack_missing.select(*cols, F.lit("slack-missing").alias("kind"),
-                                          F.lit(None).cast("string").alias("ended")))
+                                          F.lit(None).cast("string").alias("ended"),
+                                          F.array().cast("array<string>").alias("rivals")))
         .groupBy("run", "member", "line", "ts", "kind")
         .agg(F.collect_list(F.struct("topic", "partition")).alias("tps"),
-             F.array_sort(F.collect_set("ended")).alias("ended")),
+             F.array_sort(F.collect_set("ended")).alias("ended"),
+             F.array_sort(F.array_distinct(F.flatten(F.collect_list("rivals")))).alias("rivals")),
         claims.groupBy("run", "member", "line", "ts", "sync_line", "sync_ts", "sync_generation")
         .agg(F.collect_list(F.struct("topic", "partition")).alias("tps"))
         .join(applied, ["run", "member", "sync_generation"], "left"),
@@ -314,7 +326,11 @@ def check_e5(t: Tables) -> list[dict]:
         if ended:
             what += f" (its history {' or '.join(e if e != 'never' else 'never assigned them' for e in ended)}"
             what += " them before)" if ended != ["never"] else ")"
-        out.append(violation("E5", run, f"{member} {what}", members=[member], culprit=member, partitions=list(parts),
+        rivals = sorted({x for r in joins for x in (r["rivals"] or [])})
+        if rivals:
+            what += f"; {', '.join(rivals)} owned them then"
+        out.append(violation("E5", run, f"{member} {what}", members=[member], culprit=member, harmed=rivals,
+                             partitions=list(parts),
                              ts=joins[0]["ts"], evidence={"wire_line": lines[0], "kind": kind,
                                                           **({"history_ended": "+".join(ended)} if ended else {}),
                                                           **({"wire_lines": lines} if len(joins) > 1 else {})}))
