@@ -63,10 +63,12 @@ def _oracle(produced: list[Range], consumed: list[Range]) -> list[dict]:
         missing = [piece for _f, _l, _ts, pieces in ranges for piece in pieces]
         n = sum(b - a + 1 for a, b in missing)
         shown = ", ".join(f"{a}-{b}" for a, b in missing[:10]) + (" ..." if len(missing) > 10 else "")
-        out.append({"run": r, "invariant": "D1", "members": [], "culprit": None, "allowed_by": None, "generation": None,
-                    "partitions": [[t, p]],
-                    "ts": ranges[0][2], "evidence": {"missing": missing[:100], "records": n},
-                    "message": f"{n} acknowledged record(s) of {t}-{p} never consumed: offsets {shown}"})
+        # Nobody owns anything in these histories: no culprit, nobody harmed, no owner change.
+        out.append({"run": r, "invariant": "D1", "members": [], "culprit": None, "harmed": [], "allowed_by": None,
+                    "generation": None, "partitions": [[t, p]],
+                    "ts": ranges[0][2], "evidence": {"missing": missing[:100], "records": n, "owner_changed": False},
+                    "message": f"{n} acknowledged record(s) of {t}-{p} never consumed: offsets {shown}; "
+                               "culprit unknown: nobody owned it since"})
     return out
 
 
