@@ -1459,36 +1459,6 @@ def declared_after_lost(run: RunEdit) -> tuple[str | None, str]:
     raise NotApplicable("no cooperative rejoin declaring a partition held for over a second either side")
 
 
-def bridged_stale_commit(run: RunEdit) -> tuple[str | None, str]:
-    """K4 (classic members in a consumer group). The broker accepts a classic member's commit from a
-    generation below its member epoch: the first accepted commit of a classic member (it never sends a
-    ConsumerGroupHeartbeat) sent while a consumer member is in the group, whose generation is that of
-    its last JoinGroup answer G >= 1, is sent with G - 1 (request and response)."""
-    consumers = {f["member"] for f in run.wire if f.get("api") == "ConsumerGroupHeartbeat"}
-    beats = [f["ts"] for f in run.wire if f.get("api") == "ConsumerGroupHeartbeat" and _admitted(f)]
-    if not beats:
-        raise NotApplicable("no consumer member admitted")
-    start, end = min(beats), max(beats)
-    joined: dict[str, int] = {}
-    for i, f in enumerate(run.wire):
-        member = f.get("member")
-        if member in consumers:
-            continue
-        if f.get("api") == "JoinGroup" and f.get("direction") == "response" and not f.get("error_code") \
-                and f.get("generation") is not None:
-            joined[member] = f["generation"]
-        elif (f.get("api") == "OffsetCommit" and f.get("direction") == "request" and start < f["ts"] < end
-              and member in joined and f.get("generation") == joined[member] and joined[member] >= 1):
-            j = run.response_of(i)
-            if j is None or (run.wire[j].get("error_code") or 0) != 0:
-                continue
-            g = joined[member]
-            f["generation"] = run.wire[j]["generation"] = g - 1
-            return None, (f"{member} (classic) commits with generation {g - 1} at {f['ts']:.0f} (wire line {i + 1}) "
-                          f"while the group is a consumer group and its epoch is {g}; the broker accepts it")
-    raise NotApplicable("no accepted commit of a classic member while a consumer member was in the group")
-
-
 @dataclass(frozen=True)
 class Mutation:
     """One anomaly class: its name, the invariant that must fail, and the edit (see the module docstring)."""
@@ -1540,7 +1510,6 @@ CONSUMER_PROTOCOL_MUTATIONS: tuple[Mutation, ...] = (
     Mutation("bridged-assignor", "K2", bridged_assignor),
     Mutation("unacknowledged-assignment", "K3", unacknowledged_assignment),
     Mutation("stale-epoch-commit", "K4", stale_epoch_commit),
-    Mutation("bridged-stale-commit", "K4", bridged_stale_commit),
 )
 
 #: The mutations of a KIP-848 online migration (K5): the first two need a group that converted

@@ -37,14 +37,7 @@ group and the L1/D2 rules that say so.
   the member's epoch at the time (the last epoch a response gave it before
   the commit was sent). On brokers from 4.3 (KIP-1251) a commit from an
   earlier epoch is valid for a partition the member was assigned at that epoch
-  or before and still holds; only the other partitions are findings. A
-  classic member in a consumer group (its member id sends no
-  ConsumerGroupHeartbeat; the commit falls in a consumer period) commits with
-  its generation, which the classic bridge gives it as its member epoch (the
-  generation of its last successful JoinGroup answer): an accepted commit from
-  a generation below that is a finding too, so the commits D2 leaves to K4
-  under ``D2/member-epoch`` are judged. Measured on the recorded KIP-848 runs:
-  none of their 12,654 accepted classic commits in a consumer group is behind.
+  or before and still holds; only the other partitions are findings.
 - K5: online migration follows the broker's policy. A consumer-protocol join
   (a heartbeat at epoch 0) that meets a live classic group (outside every
   consumer period, with a classic member answered without error within a
@@ -283,11 +276,9 @@ def check_k4(t: Tables) -> list[dict]:
                                    & (F.coalesce("error_code", F.lit(0)) == 0))
                 .join(stale.select("run", "member_id").distinct(), ["run", "member_id"])
                 .select("run", "member_id", "line", "ts", "member_epoch", "assigned"))
-    stale_rows, assigned, classic_rows = t.collect_many(stale.join(t.cells.select("run", "broker_version"), "run"),
-                                                        assigned, _stale_classic_commits(t))
-    out = [_classic_finding(r) for r in classic_rows]
+    stale_rows, assigned = t.collect_many(stale.join(t.cells.select("run", "broker_version"), "run"), assigned)
     if not stale_rows:
-        return out
+        return []
     history: dict[tuple, list] = defaultdict(list)
     for a in sorted(assigned, key=lambda a: a["line"]):
         history[(a["run"], a["member_id"])].append(a)
@@ -299,6 +290,7 @@ def check_k4(t: Tables) -> list[dict]:
             if since is not None and since <= r["generation"]:
                 continue   # KIP-1251: assigned at or before the commit's epoch and still held
         groups[(r["run"], r["member"], r["member_id"], r["line"], r["ts"], r["generation"], r["current"])].append(tp)
+    out = []
     for (run, member, member_id, line, ts, epoch, cur), parts in sorted(groups.items(), key=lambda kv: kv[0][4]):
         out.append(violation(
             "K4", run, f"the broker accepted {member}'s commit of {fmt_tps(parts)} from epoch {epoch} when the "
@@ -306,39 +298,6 @@ def check_k4(t: Tables) -> list[dict]:
             members=[member], generation=epoch, partitions=[list(p) for p in parts], ts=ts,
             evidence={"wire_line": line, "member_id": member_id, "commit_epoch": epoch, "member_epoch": cur}))
     return out
-
-
-def _stale_classic_commits(t: Tables):
-    """Accepted commits of classic members (no ConsumerGroupHeartbeat of their member id) sent while the
-    group is a consumer group, from a generation below the member's epoch then: the generation of its
-    last successful JoinGroup answer before the commit (the classic bridge answers a classic member
-    with its member epoch as the generation). One row per commit request, with its partitions."""
-    ok = (t.commits.where((F.col("error_code") == 0) & (F.col("generation") >= 0))
-          .join(consumer_member_ids(t).select("run", "member_id"), ["run", "member_id"], "left_anti"))
-    ok = in_consumer_period(t, ok).where(F.col("period").isNotNull())
-    joined = (t.frames.where((F.col("api") == "JoinGroup") & (F.col("direction") == "response")
-                             & (F.coalesce("error_code", F.lit(0)) == 0) & F.col("generation").isNotNull())
-              .select("run", "member", F.col("ts").alias("j_ts"), F.col("line").alias("j_line"),
-                      F.col("generation").alias("j_generation")))
-    return (ok.join(joined, ["run", "member"]).where(F.col("j_ts") < F.col("ts"))
-            .groupBy("run", "member", "member_id", "line", "ts", "generation", "topic", "partition")
-            .agg(F.max_by(F.struct("j_generation", "j_line"), "j_ts").alias("j"))
-            .where(F.col("generation") < F.col("j.j_generation"))
-            .groupBy("run", "member", "member_id", "line", "ts", "generation",
-                     F.col("j.j_generation").alias("current"), F.col("j.j_line").alias("join_line"))
-            .agg(F.array_sort(F.collect_list(F.struct("topic", "partition"))).alias("tps")))
-
-
-def _classic_finding(r) -> dict:
-    parts = [[x["topic"], x["partition"]] for x in r["tps"]]
-    return violation(
-        "K4", r["run"], f"the broker accepted classic member {r['member']}'s commit of {fmt_tps(parts)} from "
-        f"generation {r['generation']} in a consumer group, when its member epoch was {r['current']} (its JoinGroup "
-        f"answer at wire line {r['join_line']}: the classic bridge answers with the member epoch; a stale "
-        "generation must be refused)", members=[r["member"]], culprit=None, generation=r["generation"],
-        partitions=parts, ts=r["ts"],
-        evidence={"wire_line": r["line"], "member_id": r["member_id"], "commit_generation": r["generation"],
-                  "member_epoch": r["current"], "join_wire_line": r["join_line"], "classic": True})
 
 
 def _classic_members_at(t: Tables, joins):
