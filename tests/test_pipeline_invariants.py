@@ -118,6 +118,9 @@ def test_allowed_anomalies_pass(judged):
     # The history records the revoke 50 ms after the JoinGroup that no longer declares it: it lags the wire.
     e5 = _inv(judged, "break-e5-missing-slack-allowed", "E5")
     assert e5["status"] == "pass" and [f["allowed_by"] for f in e5["allowed"]] == ["E5/clock-slack"], e5
+    # A closing member's queued JoinGroup declares what its close just revoked, before its LeaveGroup.
+    e5 = _inv(judged, "break-e5-closing-allowed", "E5")
+    assert e5["status"] == "pass" and [f["allowed_by"] for f in e5["allowed"]] == ["E5/closing"], e5
     # One more round after the steady state: within two generations per member started.
     assert _inv(judged, "break-v2-one-more-round-allowed", "V2")["status"] == "pass"
     # The re-read follows a pause: counted, attributed, not a failure.
@@ -274,6 +277,7 @@ def test_outputs_written(judged):
 # story just outside it that must still fail. P1/fault-window: tests/test_pipeline_progress.py.
 RULE_STORIES = {
     "E5/clock-slack": ("e5-slack-allowed", "E5", "e5"),
+    "E5/closing": ("e5-closing-allowed", "E5", "e5-declared-after-lost"),
     "E5/not-yet-applied": ("e5-not-yet-applied-allowed", "E5", "e5-not-yet-applied-lost"),
     "L1/fault-hit-leader": ("l1-pause-allowed", "L1", "l1-sync-generation-fault"),
     "L1/leader-stopping": ("l1-nosync-allowed", "L1", "l1-nosync"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from stories import story
-from stories.builder import ALL4, FINAL, CooperativeRun
+from stories.builder import END, ALL4, FINAL, CooperativeRun
 
 
 @story(fails=("E1", ["does not decode"]))
@@ -202,4 +202,17 @@ def e5_missing_slack_allowed(b: CooperativeRun) -> Path:
     b.revoked("m1", 20050, ALL4[1:2])
     b.sync(4, 20150, "m1", {"m1": ALL4[:1], "m2": ALL4[1:]})
     b.assigned("m2", 20200, ALL4[1:2])
+    return b.teardown()
+
+
+@story()
+def e5_closing_allowed(b: CooperativeRun) -> Path:
+    """The runner asks m1 to stop at 60 s; m1's close revokes t-0, t-1 (60.05 s) and a JoinGroup it had
+    queued still declares them 20 ms later, right before its LeaveGroup: allowed by E5/closing."""
+    b.through_steady()
+    b.fault(END, "terminate", "m1")
+    b.revoked("m1", END + 50, ALL4[:2])
+    b.frame(END + 70, "m1", "JoinGroup", "request", generation=-1,
+            protocols=[{"name": "cooperative-sticky", "metadata": b.subscription("m1", owned=ALL4[:2], generation=3)}])
+    b.frame(END + 70, "m1", "LeaveGroup", "request")
     return b.teardown()

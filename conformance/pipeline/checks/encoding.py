@@ -260,7 +260,10 @@ def check_e5(t: Tables) -> list[dict]:
           .join(coop_members, ["run", "member"]).groupBy("run", "member", "protocol_name")
           .agg(F.min("ts").alias("ts"), F.min("line").alias("line"), F.count("*").alias("frames")))
     cols = ["run", "member", "line", "ts", "topic", "partition"]
-    rows, claim_rows, v0_rows, pending_rows = t.collect_many(
+    # When the runner asked each member to stop (rule E5/closing): its terminate lines and its starts.
+    stops = t.nemesis.where((F.col("phase") == "invoke") & F.col("fault").isin("terminate", "start")).select(
+        "run", F.col("target").alias("member"), "fault", "ts")
+    rows, claim_rows, v0_rows, pending_rows, stop_rows = t.collect_many(
         stale.select(*cols, F.lit("stale").alias("kind"), F.coalesce("ended", F.lit("never")).alias("ended"),
                      F.coalesce("rivals", F.array().cast("array<string>")).alias("rivals"))
         .unionByName(missing.select(*cols, F.lit("missing").alias("kind"), F.lit(None).cast("string").alias("ended"),
@@ -279,7 +282,16 @@ def check_e5(t: Tables) -> list[dict]:
         .join(applied, ["run", "member", "sync_generation"], "left"),
         v0,
         pending.groupBy("run", "member", "line", "ts", "sync_line", "sync_ts", "sync_generation")
-        .agg(F.collect_list(F.struct("topic", "partition")).alias("tps")))
+        .agg(F.collect_list(F.struct("topic", "partition")).alias("tps")),
+        stops)
+    lifecycle: dict[tuple, list] = {}
+    for r in sorted(stop_rows, key=lambda r: r["ts"]):
+        lifecycle.setdefault((r["run"], r["member"]), []).append((r["ts"], r["fault"]))
+
+    def closing(run: str, member: str, ts: float) -> bool:
+        """The runner had asked ``member`` to stop before ``ts`` (a terminate, no start since)."""
+        before = [f for at, f in lifecycle.get((run, member), []) if at <= ts]
+        return bool(before) and before[-1] == "terminate"
     out = []
     for r in claim_rows:
         parts = tps(r["tps"])
@@ -329,8 +341,12 @@ def check_e5(t: Tables) -> list[dict]:
         rivals = sorted({x for r in joins for x in (r["rivals"] or [])})
         if rivals:
             what += f"; {', '.join(rivals)} owned them then"
+        leaving = (kind == "stale" and ended and "never" not in ended
+                   and all(closing(run, member, r["ts"]) for r in joins))
+        if leaving:
+            what += ", after the runner asked it to stop: its close had released them"
         out.append(violation("E5", run, f"{member} {what}", members=[member], culprit=member, harmed=rivals,
-                             partitions=list(parts),
+                             allowed_by="E5/closing" if leaving else None, partitions=list(parts),
                              ts=joins[0]["ts"], evidence={"wire_line": lines[0], "kind": kind,
                                                           **({"history_ended": "+".join(ended)} if ended else {}),
                                                           **({"wire_lines": lines} if len(joins) > 1 else {})}))

@@ -44,6 +44,13 @@ _RULES: tuple[Rule, ...] = (
          "the wire's exact check, against the last SyncGroup response, still applies)",
          "The wire tap and the harness are different processes stamping epoch ms, and a harness records an "
          "assignment in its callback, after the client took it: the history can lag the wire by up to a poll."),
+    Rule("E5/closing", "E5",
+         "a declaration of partitions the member's history revoked or lost before the JoinGroup, when the runner "
+         "had already asked that member to stop (its nemesis terminate line, with no start since)",
+         "A closing client revokes what it owns in its close and then leaves; a rejoin it had queued may still go "
+         "out just before its LeaveGroup, declaring what it owned (seen: librdkafka 2.16.1 in a container, JoinGroup "
+         "and LeaveGroup in the same millisecond, 23 ms after its close revoked them). No leader plans with a member "
+         "that leaves."),
     Rule("E5/not-yet-applied", "E5",
          "a declared partition that the member's history does not show owned, when the member's last SyncGroup "
          "response before the JoinGroup (since it last started, under the JoinGroup's member id) assigned it, its "
