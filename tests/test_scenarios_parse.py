@@ -12,7 +12,7 @@ from conformance.scenarios.schedule import Schedule
 CATALOG = ["leader-rotation", "rolling-restart", "crash-restart", "pause", "static-restart", "latency",
            "partition", "reset-peer", "broker-restart", "upgrade-eager-to-cooperative", "partition-growth",
            "subscription-change", "chaos", "migrate-to-consumer", "downgrade-to-classic", "mixed-steady",
-           "static-cross-protocol", "refused-migration", "custom-assignor-upgrade"]
+           "static-cross-protocol", "refused-migration", "custom-assignor-upgrade", "refused-downgrade"]
 
 
 def test_catalog_is_complete_and_parses() -> None:
