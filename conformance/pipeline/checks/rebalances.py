@@ -23,8 +23,8 @@ follow its epochs, one per target change). So the group forms at most ``2K`` gen
 is a violation. Generations are the distinct generation ids of successful JoinGroup answers.
 
 Attribution: a round is opened by the first JoinGroup request after the previous generation
-formed; the member that opened the most rounds past the bound is named the culprit (ties:
-none) and every member that opened one is implicated.
+formed (of requests in one millisecond, the first name); the member that opened the most rounds
+past the bound is named the culprit (ties: none) and every member that opened one is implicated.
 """
 
 from __future__ import annotations
@@ -73,7 +73,8 @@ def check_v2(t: Tables) -> list[dict]:
     opened = (gens.join(rounds.select("run", "generation", "prev_join_ts"), ["run", "generation"])
               .join(reqs, "run")
               .where((F.col("r_ts") > F.coalesce("prev_join_ts", F.lit(0.0))) & (F.col("r_ts") <= F.col("join_ts")))
-              .groupBy("run", "generation").agg(F.min_by("opener", "r_ts").alias("opener")))
+              # Ties (two requests in one millisecond) go to the first name: the same on any partitioning.
+              .groupBy("run", "generation").agg(F.min(F.struct("r_ts", "opener"))["opener"].alias("opener")))
     per_run = (gens.join(opened, ["run", "generation"], "left").groupBy("run")
                .agg(F.count("*").alias("n"), F.array_sort(F.collect_list("generation")).alias("generations"),
                     F.collect_list("opener").alias("openers"), F.min("join_ts").alias("first_ts"))
