@@ -44,12 +44,10 @@ from pyspark.sql import functions as F
 
 from conformance.pipeline.checks.common import fmt_tps, violation
 from conformance.pipeline.derived import Tables
+from conformance.reference.codes import FENCED_INSTANCE_ID, FENCED_MEMBER_EPOCH, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID
 
-#: Error codes that tell a member it is no longer in the group (or not in its generation).
-UNKNOWN_MEMBER_ID = 25
-ILLEGAL_GENERATION = 22
-FENCED_INSTANCE_ID = 82
-FENCED_MEMBER_EPOCH = 110
+#: Error codes that tell a member it is no longer in the group (or not in its generation), by their
+#: protocol names (the names the findings and their evidence use).
 FENCING_CODES: dict[int, str] = {UNKNOWN_MEMBER_ID: "UNKNOWN_MEMBER_ID", ILLEGAL_GENERATION: "ILLEGAL_GENERATION",
                                  FENCED_INSTANCE_ID: "FENCED_INSTANCE_ID", FENCED_MEMBER_EPOCH: "FENCED_MEMBER_EPOCH"}
 #: The APIs whose answers can fence a member.
