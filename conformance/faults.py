@@ -367,6 +367,9 @@ HEAL_OF: dict[str, str] = {n: line.healed_by for n, line in LOG_LINES.items()
 HEALED_BY_NEXT_LINE: tuple[str, ...] = tuple(n for n in DEAD_LOOKING if LOG_LINES[n].healed_by == NEXT_LINE)
 #: Lines after which their member is stopped until its next ``start`` line.
 STOP_LINES: tuple[str, ...] = tuple(n for n, line in LOG_LINES.items() if line.stops)
+#: Lines after which the runner has asked their member to stop gracefully (it stops, it does not die):
+#: the member may close, revoke and leave until its next ``start`` line.
+GRACEFUL_STOP_LINES: tuple[str, ...] = tuple(n for n, line in LOG_LINES.items() if line.stops and not line.dies)
 #: Lines that open a span where a member may look dead or be dead (dead-looking, or its target dies).
 WINDOW_LINES: tuple[str, ...] = tuple(n for n, line in LOG_LINES.items() if line.looks_dead != "no" or line.dies)
 def unsupported(verbs: Any, backend: str) -> list[str]:

@@ -65,6 +65,7 @@ def test_log_vocabulary_heals_and_windows_come_from_the_table() -> None:
     assert mutate._WINDOW_FAULTS is faults.WINDOW_LINES
     from conformance.pipeline.checks import leadership
     assert leadership._STOPS is faults.STOP_LINES and faults.STOP_LINES == ("terminate", "kill")
+    assert faults.GRACEFUL_STOP_LINES == ("terminate",)
     assert set(faults.DEAD_LOOKING) == {"pause", "proxy-disable", "toxic-add", "broker-restart", "broker-kill",
                                         "net-disconnect"}
     assert faults.HEAL_OF == {"pause": "resume", "proxy-disable": "proxy-enable", "toxic-add": "toxic-remove",

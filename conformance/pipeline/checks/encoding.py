@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
-from conformance import config
+from conformance import config, faults
 from conformance.pipeline.checks.common import fmt_tps, timing, tps, violation
 from conformance.pipeline.derived import Tables
 
@@ -260,8 +260,9 @@ def check_e5(t: Tables) -> list[dict]:
           .join(coop_members, ["run", "member"]).groupBy("run", "member", "protocol_name")
           .agg(F.min("ts").alias("ts"), F.min("line").alias("line"), F.count("*").alias("frames")))
     cols = ["run", "member", "line", "ts", "topic", "partition"]
-    # When the runner asked each member to stop (rule E5/closing): its terminate lines and its starts.
-    stops = t.nemesis.where((F.col("phase") == "invoke") & F.col("fault").isin("terminate", "start")).select(
+    # When the runner asked each member to stop (rule E5/closing): its graceful-stop lines and its starts.
+    stops = t.nemesis.where((F.col("phase") == "invoke")
+                            & F.col("fault").isin(*faults.GRACEFUL_STOP_LINES, "start")).select(
         "run", F.col("target").alias("member"), "fault", "ts")
     rows, claim_rows, v0_rows, pending_rows, stop_rows = t.collect_many(
         stale.select(*cols, F.lit("stale").alias("kind"), F.coalesce("ended", F.lit("never")).alias("ended"),
@@ -289,9 +290,9 @@ def check_e5(t: Tables) -> list[dict]:
         lifecycle.setdefault((r["run"], r["member"]), []).append((r["ts"], r["fault"]))
 
     def closing(run: str, member: str, ts: float) -> bool:
-        """The runner had asked ``member`` to stop before ``ts`` (a terminate, no start since)."""
+        """The runner had asked ``member`` to stop before ``ts`` (a graceful stop, no start since)."""
         before = [f for at, f in lifecycle.get((run, member), []) if at <= ts]
-        return bool(before) and before[-1] == "terminate"
+        return bool(before) and before[-1] in faults.GRACEFUL_STOP_LINES
     out = []
     for r in claim_rows:
         parts = tps(r["tps"])
