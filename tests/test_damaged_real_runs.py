@@ -8,7 +8,14 @@ beside an intact copy:
 - ``truncated``: the last line of m1-java's history cut off, its ``stopped`` event with it
   (was: "V1: m1-java never stopped (crashed or hung)");
 - ``nonhex``: a JoinGroup's subscription metadata in wire.jsonl that is not hex (was: an E1
-  violation by the member that sent it).
+  violation by the member that sent it);
+- ``no-producer``: the producer's history deleted (was: D1 and P1 passing on no records);
+- ``no-nemesis``: the nemesis log deleted (was: a run without faults or kills);
+- ``producer-stalled``: the producer's acknowledgements gone from 20 s on, as when it stops
+  acknowledging while the run goes on (issue #38 item 4; was: a pass on the records before).
+
+Every copy's manifest says the producer's rate, as the runner writes it now
+(``producer_rate_per_s``; the recording predates the field).
 
 Each must make the invariants that read the damaged input "malformed" for that cell, naming the
 file and line, with no violation; the intact copy keeps its "pass".
@@ -42,9 +49,19 @@ def _damage(root: Path, runs: Path) -> dict[str, Path]:
         tar.extractall(root / "original", filter="data")
     (src,) = (root / "original").iterdir()
     dirs = {}
-    for name in ("intact", "manifest", "truncated", "nonhex"):
+    for name in ("intact", "manifest", "truncated", "nonhex", "no-producer", "no-nemesis", "producer-stalled"):
         dirs[name] = runs / name
         shutil.copytree(src, dirs[name])
+        manifest = dirs[name] / "manifest.json"
+        manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "producer_rate_per_s": 200}))
+    (dirs["no-producer"] / "members" / "producer.jsonl").unlink()
+    (dirs["no-nemesis"] / "nemesis.jsonl").unlink()
+    produced = dirs["producer-stalled"] / "members" / "producer.jsonl"
+    events = [json.loads(line) for line in produced.read_text().splitlines()]
+    first = next(e["ts"] for e in events if e["event"] == "produced")
+    kept = [e for e in events if e["event"] != "produced" or e["ts"] < first + 20_000]
+    last_ack = max(i for i, e in enumerate(kept, start=1) if e["event"] == "produced")
+    produced.write_text("".join(json.dumps(e) + "\n" for e in kept))
     manifest = dirs["manifest"] / "manifest.json"
     manifest.write_bytes(manifest.read_bytes()[:300])
     history = dirs["truncated"] / "members" / "m1-java.jsonl"
@@ -57,7 +74,7 @@ def _damage(root: Path, runs: Path) -> dict[str, Path]:
               if '"member":"m1-java"' in f and '"api":"JoinGroup"' in f and '"direction":"request"' in f)
     frames[at] = frames[at].replace('"metadata":"', '"metadata":"zz', 1)
     wire.write_text("".join(frames), encoding="utf-8")
-    return {**dirs, "_history_lines": len(lines), "_wire_line": at + 1}
+    return {**dirs, "_history_lines": len(lines), "_wire_line": at + 1, "_last_ack": last_ack}
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +82,7 @@ def reported(tmp_path_factory):
     """(verdicts by copy name, the copies' directories, where the damage is, the report's stderr)."""
     root = tmp_path_factory.mktemp("damaged")
     dirs = _damage(root, root / "runs")
-    where = {k: dirs.pop(k) for k in ("_history_lines", "_wire_line")}
+    where = {k: dirs.pop(k) for k in ("_history_lines", "_wire_line", "_last_ack")}
     proc = subprocess.run([sys.executable, "-m", "conformance", "report", str(root / "runs"), "--out", str(root / "out")],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -142,3 +159,34 @@ def test_non_hex_metadata_in_the_wire_capture_is_damage_not_an_e1_violation(judg
     e1 = cell["invariants"]["E1"]
     assert e1["status"] == "malformed" and [(d["file"], d["line"]) for d in e1["damaged"]] == [damaged]
     assert e1["set_aside"] == []   # the damaged frame yields no rows at all
+
+
+def _malformed_by(cell: dict, path: Path, line: int, problem: str) -> None:
+    """The cell is malformed by exactly one damaged line, ``path``:``line``, whose problem starts
+    with ``problem``; no client is blamed; the wire-only invariants keep their pass."""
+    assert cell["verdict"] == "malformed"
+    _no_blame(cell)
+    assert [(m["file"], m["line"]) for m in cell["malformed"]] == [(str(path), line)], cell["malformed"]
+    assert cell["malformed"][0]["problem"].startswith(problem), cell["malformed"][0]["problem"]
+    assert all(cell["invariants"][inv]["status"] == "pass" for inv in ("E1", "E2", "E3"))
+
+
+def test_a_missing_producer_history_is_damage_not_no_records(judged):
+    cells, dirs, _where = judged
+    _malformed_by(cells["no-producer"], dirs["no-producer"] / "members" / "producer.jsonl", 0,
+                  "the producer's history is missing")
+    assert cells["no-producer"]["invariants"]["D1"]["status"] == "malformed"
+
+
+def test_a_missing_nemesis_log_is_damage_not_a_run_without_faults(judged):
+    cells, dirs, _where = judged
+    _malformed_by(cells["no-nemesis"], dirs["no-nemesis"] / "nemesis.jsonl", 0, "the nemesis log is missing")
+
+
+def test_a_producer_that_stopped_acknowledging_makes_the_cell_malformed(judged):
+    # The producer's last acknowledgement is 20 s into the run; the run went on for about 40 s more
+    # and the runner stopped it: records were not waiting, so nothing D1 or P1 said would mean anything.
+    cells, dirs, where = judged
+    _malformed_by(cells["producer-stalled"], dirs["producer-stalled"] / "members" / "producer.jsonl",
+                  where["_last_ack"], "the producer stopped acknowledging")
+    assert {cells["producer-stalled"]["invariants"][inv]["status"] for inv in ("D1", "P1")} == {"malformed"}

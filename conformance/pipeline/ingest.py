@@ -29,7 +29,10 @@ Tables (every one carries ``run``, the cell's run id):
   topic, partition, first and last offset, count); they are not copied into
   tables of their own, which at 10 million events would write half the events
   again.
-- ``malformed``: every line that could not be used, with file and line.
+- ``malformed``: every line that could not be used, with file and line; every input a judged cell
+  cannot do without that is missing (line 0); and a producer that stopped acknowledging
+  (:mod:`conformance.pipeline.producer`, which reads the producer's history in Python: a few
+  lines a second, not the members' millions).
 
 Guarantees: a malformed line never aborts ingestion and is never dropped
 silently; it lands in ``malformed``. A run directory whose manifest cannot be
@@ -47,7 +50,7 @@ from urllib.parse import unquote, urlsplit
 
 from conformance.history import COMMON_FIELDS, EVENT_FIELDS
 from conformance.nemesis import FAULTS, PHASES
-from conformance.pipeline import schemas
+from conformance.pipeline import producer, schemas
 from conformance.pipeline.manifest import TIMING_FIELDS, read_manifest
 from conformance.pipeline.wire import decode_wire
 
@@ -119,6 +122,7 @@ def stage(run_dirs: list[Path]) -> Staged:
         st.topics += [{"run": run, "topic": topic, "partitions": n} for topic, n in m["topics"].items()]
         _stage_nemesis(run, run_dir / "nemesis.jsonl", st)
         st.malformed += _missing_inputs(run, run_dir, m)
+        st.malformed += producer.stalls(run, run_dir, m, [r for r in st.nemesis if r["run"] == run])
         wire_path = run_dir / "wire.jsonl"
         if wire_path.is_file():
             with wire_path.open(encoding="utf-8", errors="replace") as fh:
@@ -152,12 +156,17 @@ def _protocol_of_chosen(kind: str | None, version: str | None) -> bool:
 
 def _missing_inputs(run: str, run_dir: Path, m: dict) -> list[dict]:
     """A malformed row (line 0) for each input a judged cell cannot do without: the wire capture and
-    the history of every member the manifest names, each present and not empty. Judged without them,
-    every wire invariant or every check of that member would pass on nothing."""
+    the history of every member the manifest names, each present and not empty, and the nemesis log,
+    present (a run without faults still logs each member's start). Judged without them, every wire
+    invariant or every check of that member would pass on nothing, and every fault's exemption and
+    window would be missing. (The producer's history: :mod:`conformance.pipeline.producer`.)"""
+    out = []
+    if not (run_dir / "nemesis.jsonl").is_file():
+        out.append({"run": run, "file": str(run_dir / "nemesis.jsonl"), "line": 0,
+                    "problem": "the nemesis log is missing: no fault, kill or start of the run is known"})
     needed = [(run_dir / "wire.jsonl", "the wire capture")]
     needed += [(run_dir / "members" / f"{mem['name']}.jsonl", f"the history of member {mem['name']}")
                for mem in m["members"]]
-    out = []
     for path, what in needed:
         try:
             empty = path.stat().st_size == 0

@@ -32,6 +32,7 @@ _SCALARS: dict[str, tuple[tuple[type, ...], str]] = {
     "complete": ((bool,), "true or false"),
     "cut_short": ((str,), "a string"),
     "migration_policy": ((str,), "a string"),
+    "producer_rate_per_s": ((int,), "an integer"),
 }
 #: Member fields: name -> (accepted types, description); lists are lists of strings.
 _MEMBER_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {

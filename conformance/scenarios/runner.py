@@ -135,6 +135,8 @@ class CellRun:
                 for s in self.slots
             ],
             "migration_policy": sc.migration_policy,
+            # The producer the runner starts: its history must show it acknowledging (pipeline.producer).
+            "producer_rate_per_s": sc.producer_rate,
             "protocol_changes": self.protocol_changes,
             "expected_protocol": self.expected_protocol,
             "mix_reason": self.mix_reason,
