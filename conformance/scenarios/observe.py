@@ -10,7 +10,12 @@ driver, not a judge: the verdicts are the pipeline's.
 launched it (:meth:`GroupObserver.launched`), has joined the group since (a SyncGroup answered
 without error, or a ConsumerGroupHeartbeat answered without error with a member epoch above 0,
 on its slot: a member that has started but not joined owns nothing yet, and partitions that
-cover the group without it would look settled); the partitions they own are
+cover the group without it would look settled); every live member whose fault healed (a heal line
+of a dead-looking fault in the nemesis log: a resume, a proxy or network back, a toxic removed) has
+been answered by the coordinator without error since (a Heartbeat, a SyncGroup, or a
+ConsumerGroupHeartbeat with a member epoch above 0: back in the group, or rejoined when its
+session had expired; a member that stops instead is no longer live), so a cell observes the
+member's return, fencing answers and rejoin included; the partitions they own are
 disjoint and cover every partition of the topics they subscribe to (what a
 member owns is :class:`conformance.ownership.Holdings`, the judge's own
 rules); and nothing has moved (no assigned/revoked/lost event, no JoinGroup or SyncGroup
@@ -33,10 +38,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance import wirelog
+from conformance.faults import HEAL_OF
 from conformance.history import now_ms
 from conformance.ownership import Holdings
 
 TP = tuple[str, int]
+#: Nemesis lines that heal a fault which can make its member look dead (resume, proxy-enable, ...).
+_HEALS = frozenset(HEAL_OF.values())
 
 
 class _Tail:
@@ -69,8 +77,10 @@ class MemberView:
 
 
 class GroupObserver:
-    def __init__(self, members_dir: Path, wire_path: Path, producer_history: Path | None, quiet_ms: float) -> None:
+    def __init__(self, members_dir: Path, wire_path: Path, producer_history: Path | None, quiet_ms: float,
+                 nemesis_log: Path | None = None) -> None:
         self.members_dir = members_dir
+        self._nemesis = _Tail(nemesis_log) if nemesis_log else None
         self.wire = _Tail(wire_path)
         self.quiet_ms = quiet_ms
         self.views: dict[str, MemberView] = defaultdict(MemberView)
@@ -84,6 +94,8 @@ class GroupObserver:
         self.last_wire_change_ts: float = 0.0
         self.launched_ts: dict[str, float] = {}                    # member name -> when the runner launched it
         self.joined_ts: dict[str, float] = {}                      # tap owner -> its last successful join
+        self.answered_ts: dict[str, float] = {}                    # tap owner -> its last membership answered OK
+        self.healed_ts: dict[str, tuple[float, str]] = {}          # member -> when its fault healed, the heal line
         self.cgh_epoch: dict[str, int] = {}                       # tap owner -> its last member epoch
         self.cgh_assigned: dict[str, list[tuple[str, tuple[int, ...]]]] = {}   # tap owner -> last assignment
 
@@ -117,6 +129,11 @@ class GroupObserver:
                                                       and isinstance(rec.get("member_epoch"), int)
                                                       and rec["member_epoch"] > 0)):
                 self.joined_ts[str(rec.get("member", "?"))] = float(rec.get("ts", now_ms()))
+            if rec.get("direction") == "response" and not rec.get("error_code") and (
+                    rec.get("api") in ("Heartbeat", "SyncGroup") or (rec.get("api") == "ConsumerGroupHeartbeat"
+                                                                     and isinstance(rec.get("member_epoch"), int)
+                                                                     and rec["member_epoch"] > 0)):
+                self.answered_ts[str(rec.get("member", "?"))] = float(rec.get("ts", now_ms()))
             if rec.get("api") in ("JoinGroup", "SyncGroup") or (
                     rec.get("api") == "ConsumerGroupHeartbeat" and self.cgh_moves(rec)):
                 self.last_wire_change_ts = float(rec.get("ts", now_ms()))
@@ -128,6 +145,13 @@ class GroupObserver:
                     self.leader_generation = gen
                     self.leader_member_id = member_id
                     self.leaders_seen.append(rec.get("member", "?"))
+        for line in self._nemesis.lines() if self._nemesis is not None else ():
+            try:
+                entry = json.loads(line)
+                if entry.get("fault") in _HEALS:
+                    self.healed_ts[str(entry.get("target"))] = (float(entry["ts"]), entry["fault"])
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                continue
         if self._producer is not None:
             for line in self._producer.lines():
                 try:
@@ -184,6 +208,8 @@ class GroupObserver:
                 return False, f"{name} has not started"
             if name in self.launched_ts and self.joined_ts.get(name, 0.0) <= self.launched_ts[name]:
                 return False, f"{name} has not joined the group since it was started"
+            if name in self.healed_ts and self.answered_ts.get(name, 0.0) <= self.healed_ts[name][0]:
+                return False, f"{name} has not been answered by the coordinator since its {self.healed_ts[name][1]}"
             for tp in view.holdings.owned:
                 owned_by[tp].append(name)
             expected |= {(t, p) for t in topics for p in range(partitions.get(t, 0))}

@@ -222,7 +222,8 @@ class CellRun:
             self._make_slots(cluster.bootstrap_for)
             self._write_manifest(complete=False)
             self.observer = GroupObserver(self.run_dir.members_dir, self.run_dir.wire,
-                                          self.run_dir.history("producer"), quiet_ms=config.QUIET_MS)
+                                          self.run_dir.history("producer"), quiet_ms=config.QUIET_MS,
+                                          nemesis_log=self.run_dir.nemesis)
             self.producer = self._start_producer()
             finished = False
             try:
