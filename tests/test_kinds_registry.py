@@ -3,7 +3,7 @@ what the rest of the suite knows about kinds derives from it.
 
 Adding a kind must mean its harness, its kind module and its golden files: these tests fail when a
 kind's knowledge is copied elsewhere (config's defaults, mixing rules, the golden script, the
-README) or when a kind module reaches into a sibling's private helpers.
+table in docs/running.md) or when a kind module reaches into a sibling's private helpers.
 """
 
 from __future__ import annotations
@@ -102,8 +102,8 @@ def test_the_golden_script_and_the_readme_follow_the_registry() -> None:
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2
     assert proc.stderr.strip().endswith(f"(kinds with one: {' '.join(golden)})")
-    readme = (config.REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    assert markdown_table() in readme, "README's table of kinds differs from the registry: paste markdown_table()"
+    readme = (config.REPO_ROOT / "docs" / "running.md").read_text(encoding="utf-8")
+    assert markdown_table() in readme, "docs/running.md's table of kinds differs from the registry: paste markdown_table()"
 
 
 def test_known_issues_are_each_kinds_rows() -> None:

@@ -97,7 +97,7 @@ def rows() -> list[tuple[str, str, str, str]]:
 
 
 def markdown_table() -> str:
-    """The README's table of kinds, derived from the registry (a test keeps the README equal to it)."""
+    """The table of kinds in docs/running.md, derived from the registry (a test keeps the page equal to it)."""
     lines = ["| kind | default | versions | from | features by version |", "| --- | --- | --- | --- | --- |"]
     for kind in KIND_MODULES:
         module = load_kind(kind)
