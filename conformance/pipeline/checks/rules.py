@@ -98,8 +98,10 @@ _RULES: tuple[Rule, ...] = (
          "generation; members' epochs differ, so the order of generations says nothing of staleness. K4 judges "
          "those commits against the member's own epoch, as the broker must."),
     Rule("R2/fault-window", "R2",
-         "an overlap that begins and ends inside a fault window of one of the two owners or the broker "
-         "(the fault's invocation to its heal plus a session timeout and a heartbeat)",
+         "an overlap that begins and ends inside a fault window of the owner that kept the partition (the one "
+         "whose ownership began first) or of the broker (the fault's invocation to its heal plus a session timeout "
+         "and a heartbeat), and begins at or after the wire shows the broker removing that owner after the fault "
+         "(a fencing answer to it, or a classic generation formed without it)",
          "A member that looks dead to the group (paused, cut off) loses its partitions at the coordinator "
          "before it can know; it records `lost` only once it notices (KIP-429: lost partitions)."),
     Rule("R3/fault-window", "R3",
