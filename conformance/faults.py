@@ -372,6 +372,14 @@ STOP_LINES: tuple[str, ...] = tuple(n for n, line in LOG_LINES.items() if line.s
 GRACEFUL_STOP_LINES: tuple[str, ...] = tuple(n for n, line in LOG_LINES.items() if line.stops and not line.dies)
 #: Lines that open a span where a member may look dead or be dead (dead-looking, or its target dies).
 WINDOW_LINES: tuple[str, ...] = tuple(n for n, line in LOG_LINES.items() if line.looks_dead != "no" or line.dies)
+#: Dead-looking lines of faults that last a stated time (``for``: a pause, a cut, a disconnect): the member
+#: looks dead to the group only when that time reaches its session timeout (a shorter one is noticed by
+#: nobody). Dead-looking lines not listed (a broker's restart or kill; a toxic, by the toxic rule) count
+#: whatever their length.
+TIMED_DEAD_LOOKING: tuple[str, ...] = tuple(line.name for f in FAULTS.values() if "for" in f.keys
+                                            for line in f.lines if line.looks_dead == "yes")
+
+
 def unsupported(verbs: Any, backend: str) -> list[str]:
     """The fault verbs among ``verbs`` that ``backend`` does not have, each once, in order."""
     return [v for v in dict.fromkeys(verbs) if v in FAULTS and backend not in FAULTS[v].backends]

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from conformance import config, wirelog
-from conformance.faults import WINDOW_LINES
+from conformance.faults import LOG_LINES, TIMED_DEAD_LOOKING, WINDOW_LINES
 from conformance.protocol import (Assignment, DecodeError, Subscription, TopicPartitions, decode_assignment,
                                   decode_subscription, encode_assignment, encode_subscription)
 from conformance.reference.codes import GROUP_ID_NOT_FOUND, INCONSISTENT_GROUP_PROTOCOL
@@ -297,6 +297,187 @@ def skipped_revoke(run: RunEdit, pair: Callable[[str, str], bool] = lambda revok
                 return iv.member, (f"{iv.member} skipped the revoke of {_fmt(iv.tp)} at {revoke['ts']:.0f}; "
                                    f"{new.member} owns it from {new.start_ts:.0f}")
     raise NotApplicable("no revoke whose partition moved to a member that then held it")
+
+
+# -- R2/fault-window narrowed (issue 38): the faulted member only, from its removal on the wire --------------
+
+def _dead_member_windows(run: RunEdit) -> list[tuple[dict, float]]:
+    """(invoke line, window end) of every fault that always makes its member look dead (the table of
+    faults' ``looks_dead == "yes"`` lines), the window ending at the member's next nemesis line (its
+    heal; the run's end when none) plus a session timeout and a heartbeat, as the checks' windows."""
+    out = []
+    for i, f in enumerate(run.nemesis):
+        line = LOG_LINES.get(f.get("fault"))
+        if f.get("phase") != "invoke" or line is None or line.looks_dead != "yes" or f.get("target") not in run.consumers:
+            continue
+        heal = next((g["ts"] for g in run.nemesis[i + 1:] if g.get("target") == f["target"]), run.end_ts)
+        out.append((f, heal + run.session_ms + run.heartbeat_ms))
+    return out
+
+
+def taken_before_removal(run: RunEdit) -> tuple[str | None, str]:
+    """R2 (rule R2/fault-window narrowed). A member takes a partition of a member a fault made look
+    dead before the broker removed that member: its ``assigned`` of the partition is recorded half-way
+    between the fault and the assignment the group really gave it (a client that grabs the partitions
+    of a member gone silent while the coordinator still counts it in). The first handover inside the
+    dead-looking window of the previous owner, whose overlap the recorded run shows allowed."""
+    for fault, w_end in _dead_member_windows(run):
+        for old in run.intervals():
+            if old.member != fault["target"] or not old.start_ts < fault["ts"] < old.end_ts:
+                continue
+            for new in run.intervals():
+                if new.tp != old.tp or new.member == old.member \
+                        or not fault["ts"] < new.start_ts < old.end_ts <= w_end:
+                    continue
+                events = run.histories[new.member]
+                ts = (fault["ts"] + new.start_ts) / 2
+                at = next((k for k, e in enumerate(events) if e["ts"] > ts), len(events))
+                events.insert(at, run.event_like(events[new.start_i], "assigned", ts, partitions=[list(new.tp)]))
+                return new.member, (f"{new.member} recorded {_fmt(new.tp)} assigned at {ts:.0f}, half-way between "
+                                    f"{old.member}'s {fault['fault']} at {fault['ts']:.0f} and its real assignment at "
+                                    f"{new.start_ts:.0f}; {old.member} held it until {old.end_ts:.0f}")
+    raise NotApplicable("no partition of a dead-looking member handed to another member inside its fault window")
+
+
+def held_beside_faulted(run: RunEdit) -> tuple[str | None, str]:
+    """R2 (rule R2/fault-window narrowed). A healthy member records the revoke of a partition two
+    heartbeats after the member a fault had made look dead (back, and rejoined) took it over (a client
+    whose revoke callback runs late, after the partition's new owner has it): the overlap lies inside the
+    faulted member's window, but the member that kept the partition is the healthy one. The first
+    revoke whose partition the faulted member took within the revoke bound, early enough that the
+    delayed revoke still falls inside its window."""
+    ivs = run.intervals()
+    for fault, w_end in _dead_member_windows(run):
+        for new in ivs:
+            if new.member != fault["target"] or not fault["ts"] < new.start_ts < w_end:
+                continue
+            for iv in ivs:
+                late = new.start_ts + 2 * run.heartbeat_ms
+                if (iv.tp != new.tp or iv.member == new.member or iv.end_reason != "revoked" or iv.end_i is None
+                        or not new.start_ts - run.revoke_ms <= iv.end_ts <= new.start_ts
+                        or late >= min(w_end - run.heartbeat_ms, new.end_ts)):
+                    continue
+                events = run.histories[iv.member]
+                between = events[iv.end_i + 1:]
+                if any(e["ts"] <= late and (e["event"] in ("started", "stopped") or (e.get("topic"), e.get("partition")) == iv.tp
+                                            or list(iv.tp) in (e.get("partitions") or [])) for e in between):
+                    continue
+                revoke = events.pop(iv.end_i)
+                if revoke["partitions"] != [list(iv.tp)]:
+                    _drop_tp(revoke, iv.tp)
+                    events.insert(iv.end_i, revoke)
+                    revoke = run.event_like(revoke, "revoked", late, partitions=[list(iv.tp)])
+                else:
+                    revoke["ts"] = late
+                at = next((k for k, e in enumerate(events) if e["ts"] > late), len(events))
+                events.insert(at, revoke)
+                return iv.member, (f"{iv.member} recorded the revoke of {_fmt(iv.tp)} at {late:.0f} instead of "
+                                   f"{iv.end_ts:.0f}, after {new.member} (its {fault['fault']} at {fault['ts']:.0f}) "
+                                   f"took it at {new.start_ts:.0f}")
+    raise NotApplicable("no partition a dead-looking member took back from a healthy one inside its window")
+
+
+# -- P1/fault-window narrowed (issue 38): session-expiring faults only, the bound on the total stall -----------
+
+@dataclass(frozen=True)
+class _Window:
+    """A dead-looking fault of a member or of the broker, as P1 weighs it: ``start`` (its invocation) to
+    ``end`` (its heal plus a session timeout and a heartbeat); ``expiring``: it can expire a session
+    (:data:`conformance.faults.TIMED_DEAD_LOOKING` lines only when they lasted a session timeout)."""
+
+    fault: str
+    target: str
+    start: float
+    end: float
+    expiring: bool
+
+
+def _p1_windows(run: RunEdit) -> list[_Window]:
+    out = []
+    for i, f in enumerate(run.nemesis):
+        line = LOG_LINES.get(f.get("fault"))
+        if f.get("phase") != "invoke" or line is None or line.looks_dead != "yes":
+            continue
+        heal = next((g["ts"] for g in run.nemesis[i + 1:] if g.get("target") == f.get("target")), run.end_ts)
+        out.append(_Window(f["fault"], f.get("target"), f["ts"], heal + run.session_ms + run.heartbeat_ms,
+                           f["fault"] not in TIMED_DEAD_LOOKING or heal - f["ts"] >= run.session_ms))
+    return sorted(out, key=lambda w: w.start)
+
+
+def _outside(t0: float, t1: float, windows: list[_Window]) -> tuple[float, float]:
+    """(total, longest): the time of [t0, t1] outside every window of ``windows`` (sorted by start),
+    in all and its longest stretch."""
+    total, longest, cursor = 0.0, 0.0, t0
+    for w in windows:
+        lo, hi = min(max(w.start, t0), t1), max(min(w.end, t1), t0)
+        total += max(0.0, lo - cursor)
+        longest = max(longest, lo - cursor)
+        cursor = max(cursor, hi)
+    return total + max(0.0, t1 - cursor), max(longest, t1 - cursor)
+
+
+def _stall_across(run: RunEdit, keep: Callable[[_Window], bool], what: str) -> tuple[str | None, str]:
+    """A member stops fetching one partition it owns around a run of the fault windows ``keep`` selects
+    (its own or the broker's, each less than the bound after the previous one): it consumes nothing of it
+    from up to a bound minus two heartbeats before the first window to up to as long after the last one
+    (no further than the other windows next to them), then resumes and catches up in one batch (its
+    consumed events in between merged into the resume). Every stretch of the stall outside the windows
+    of every dead-looking fault is shorter than the bound; its time outside the windows that can expire
+    a session, in all, is longer than the bound by two heartbeats or more. The first ownership interval
+    that holds such a stall."""
+    reach = run.convergence_ms - 2 * run.heartbeat_ms
+    windows = _p1_windows(run)
+    for iv in run.intervals():
+        mine = [w for w in windows if w.target in (iv.member, "broker", "all")]
+        groups: list[list[_Window]] = []
+        for w in (w for w in mine if keep(w)):
+            if groups and w.start - max(x.end for x in groups[-1]) <= reach:
+                groups[-1].append(w)
+            else:
+                groups.append([w])
+        for group in groups:
+            end = max(w.end for w in group)
+            before = [w.end for w in mine if w not in group and w.start < group[0].start]
+            after = [w.start for w in mine if w not in group and w.start > end]
+            t0 = max([iv.start_ts + 2 * run.heartbeat_ms, group[0].start - reach] + before)
+            t1 = min([iv.end_ts - 2 * run.heartbeat_ms, end + reach] + after)
+            total, _ = _outside(t0, t1, [w for w in mine if w.expiring])
+            _, longest = _outside(t0, t1, mine)
+            if total <= run.convergence_ms + 2 * run.heartbeat_ms or longest > reach:
+                continue
+            cons = run.consumed(iv.member, iv.tp, iv.start_ts, iv.end_ts)
+            events = run.histories[iv.member]
+            inside = [k for k in cons if t0 < events[k]["ts"] <= t1]
+            later = [k for k in cons if events[k]["ts"] > t1]
+            if not inside or not later or not any(events[k]["ts"] <= t0 for k in cons):
+                continue
+            resume = events[later[0]]
+            merged = [events[k] for k in inside] + [resume]
+            resume["first_offset"] = min(m["first_offset"] for m in merged)
+            resume["last_offset"] = max(m["last_offset"] for m in merged)
+            resume["count"] = sum(m["count"] for m in merged)
+            run.histories[iv.member] = [e for k, e in enumerate(events) if k not in set(inside)]
+            faults = ", ".join(f"{w.fault} of {w.target} at {w.start:.0f}" for w in group)
+            return iv.member, (f"{iv.member} consumed nothing of {_fmt(iv.tp)} from {t0:.0f} to {resume['ts']:.0f} "
+                               f"({(resume['ts'] - t0) / 1000:.1f} s, across {faults}; {len(inside)} batch(es) "
+                               f"merged into the resume)")
+    raise NotApplicable(f"no ownership interval holding a stall across {what}")
+
+
+def stalled_across_short_pause(run: RunEdit) -> tuple[str | None, str]:
+    """P1 (rule P1/fault-window narrowed). :func:`_stall_across` a pause (or cut) of the owner shorter
+    than its session timeout, which the group never noticed: it opens no fault window, so the whole
+    stall counts against the bound."""
+    return _stall_across(run, lambda w: not w.expiring and w.target not in ("broker", "all"),
+                         "a fault shorter than a session")
+
+
+def stalled_across_restarts(run: RunEdit) -> tuple[str | None, str]:
+    """P1 (rule P1/fault-window narrowed). :func:`_stall_across` broker restarts (windows that each
+    expire a session, back to back where the run has several): the bound holds the stall's total time
+    outside the windows, not its longest stretch, so the windows excuse nothing before, between or
+    after them."""
+    return _stall_across(run, lambda w: w.expiring and w.target in ("broker", "all"), "broker restarts")
 
 
 def stale_claim(run: RunEdit) -> tuple[str | None, str]:
@@ -1498,6 +1679,11 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("stalled-partition", "P1", stalled_partition),
     Mutation("unowned-at-end", "V1", unowned_at_end),
     Mutation("rebalance-storm", "V2", rebalance_storm),
+    # R2/fault-window and P1/fault-window narrowed to their evidence (issue 38).
+    Mutation("taken-before-removal", "R2", taken_before_removal),
+    Mutation("held-beside-faulted", "R2", held_beside_faulted),
+    Mutation("stalled-across-short-pause", "P1", stalled_across_short_pause),
+    Mutation("stalled-across-restarts", "P1", stalled_across_restarts),
 )
 
 #: The mutations of a KIP-848 group (a consumer-protocol member beside classic ones). Kept apart from

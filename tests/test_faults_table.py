@@ -71,6 +71,8 @@ def test_log_vocabulary_heals_and_windows_come_from_the_table() -> None:
     assert faults.HEAL_OF == {"pause": "resume", "proxy-disable": "proxy-enable", "toxic-add": "toxic-remove",
                               "net-disconnect": "net-connect"}
     assert set(faults.WINDOW_LINES) == set(faults.DEAD_LOOKING) | {"kill"}
+    assert faults.TIMED_DEAD_LOOKING == ("pause", "proxy-disable", "net-disconnect")
+    assert common.TIMED_DEAD_LOOKING is faults.TIMED_DEAD_LOOKING
     for name, line in faults.LOG_LINES.items():
         assert line.healed_by in (None, faults.NEXT_LINE) or line.healed_by in faults.LOG_LINES, name
     looks_dead = {f.verb for f in faults.FAULTS.values() if f.looks_dead}

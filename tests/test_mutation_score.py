@@ -49,6 +49,20 @@ def test_every_mutant_fails_its_invariant(result, invariant: str) -> None:
         f"({m.detail})" for m, v in survivors) + "\n" + "\n".join(render(result))
 
 
+def test_narrowed_exemptions_still_allow_the_real_faults_run(result) -> None:
+    """The neighbours of the narrowed rules' mutants: the faults original's own overlaps stay allowed.
+    m1-java, paused past its session, kept orders-3 and orders-5 while generation 5 (formed without it,
+    the broker's removal on the wire) gave them on: R2/fault-window (mutants taken-before-removal and
+    held-beside-faulted of this run fail R2)."""
+    (faults,) = [v for p, v in result.originals.items() if result.names[p].startswith("faults-")]
+    allowed = faults["invariants"]["R2"]["allowed"]
+    assert len(allowed) == 2, allowed
+    for a in allowed:
+        assert a["allowed_by"] == "R2/fault-window" and a["evidence"]["kept_by"] == "m1-java", a
+        assert a["evidence"]["removed_by"] == "generation 5 formed without it", a
+        assert a["evidence"]["window"]["fault"] == "pause" and a["evidence"]["removed_ts"] <= a["evidence"]["from"], a
+
+
 def test_mutations_are_deterministic(tmp_path) -> None:
     """The same original and mutation give the same bytes (the score does not depend on the run of it)."""
     import tarfile

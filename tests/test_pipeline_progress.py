@@ -46,8 +46,14 @@ def _story(root: Path, run_id: str, variant: str) -> Path:
     generation 6 gives them back to m2. m2's history owned t-3 from 20 s to 70 s with records
     waiting and nothing read: 50 s, but all inside the pause's window: allowed (P1/fault-window).
     ``paused-outlived``: m2 is paused at 20 s for 5 s (inside its session: nothing moves); resumed,
-    it reads t-2 again but never t-3 until it closes at 95 s: the stall outlives the pause's window
-    (to 36 s: the resume plus a session timeout and a heartbeat) by 59 s: a violation.
+    it reads t-2 again but never t-3 until it closes at 95 s: a stall of 80 s, and a pause shorter
+    than the session opens no fault window: a violation.
+    ``paused-short``: m2 reads nothing of t-3 from 15 s to 56 s (41 s, one more than the bound); a
+    5 s pause at 30 s, shorter than its session, would have cut that stall into stretches of 15 and
+    10 s outside its window (to 46 s) but opens none: a violation.
+    ``broker-twice``: the broker is restarted at 20 s (back at 25 s) and at 55 s (back at 60 s); m2
+    reads nothing of t-3 from 15 s until it closes at 95 s. Outside the two windows (to 36 s and to
+    71 s) lie 5, 19 and 24 s: none longer than the bound, 48 s in all: a violation.
     """
     b = CellBuilder(root, run_id, scenario=f"progress-{variant}", topics={T: 4})
     acts: list[tuple[float, int, object]] = []
@@ -59,7 +65,8 @@ def _story(root: Path, run_id: str, variant: str) -> Path:
     # Who owns what when, per partition: (member, from, to) -- the histories' assigned/revoked/lost.
     owners: dict[tuple, list[tuple[str, float, float]]] = {tp: [("m1", 2110, 94990)] for tp in low}
     paused: dict[str, list[tuple[float, float]]] = {"m1": [], "m2": []}
-    stalled: dict[tuple, tuple[str, float]] = {}   # tp -> (member, from): the owner reads nothing more of it
+    # tp -> (member, from, to): the owner reads nothing of it from ``from`` until ``to``.
+    stalled: dict[tuple, tuple[str, float, float]] = {}
 
     at(1000, b.started, "m1", 1000)
     at(2000, b.join, 1, 2000, "m1", {"m1": b.subscription("m1")})
@@ -77,7 +84,7 @@ def _story(root: Path, run_id: str, variant: str) -> Path:
         owners[tp] = [("m1", 2110, 11120), ("m2", 11235, 95040)]
 
     if variant == "stalled":
-        stalled[(T, 3)] = ("m2", 15000)
+        stalled[(T, 3)] = ("m2", 15000, float("inf"))
     elif variant == "paused-long":
         at(20000, b.fault, 20000, "pause", "m2")
         paused["m2"].append((20000, 70000))
@@ -101,7 +108,17 @@ def _story(root: Path, run_id: str, variant: str) -> Path:
         at(20000, b.fault, 20000, "pause", "m2")
         paused["m2"].append((20000, 25000))
         at(25000, b.fault, 25000, "resume", "m2", phase="heal")
-        stalled[(T, 3)] = ("m2", 20000)
+        stalled[(T, 3)] = ("m2", 20000, float("inf"))
+    elif variant == "paused-short":
+        at(30000, b.fault, 30000, "pause", "m2")
+        paused["m2"].append((30000, 35000))
+        at(35000, b.fault, 35000, "resume", "m2", phase="heal")
+        stalled[(T, 3)] = ("m2", 15000, 56000)
+    elif variant == "broker-twice":
+        for down, up in ((20000, 25000), (55000, 60000)):
+            at(down, b.fault, down, "broker-restart", "broker")
+            at(up, b.fault, up, "broker-restart", "broker", phase="heal")
+        stalled[(T, 3)] = ("m2", 15000, float("inf"))
     elif variant != "clean":
         raise ValueError(variant)
 
@@ -120,7 +137,7 @@ def _story(root: Path, run_id: str, variant: str) -> Path:
             ts = tick + i + READ_AFTER_MS
             upto = max([n for a, n in produced_at[tp] if a <= ts] or [0])
             live = [m for m, s, e in owners[tp] if s < ts < e and not any(p0 <= ts < p1 for p0, p1 in paused[m])
-                    and not (tp in stalled and stalled[tp][0] == m and ts >= stalled[tp][1])]
+                    and not (tp in stalled and stalled[tp][0] == m and stalled[tp][1] <= ts < stalled[tp][2])]
             if live and upto > position[tp]:
                 at(ts, b.consumed, live[-1], ts, T, tp[1], position[tp], upto - 1)
                 position[tp] = upto
@@ -134,7 +151,7 @@ def _story(root: Path, run_id: str, variant: str) -> Path:
     return b.write(END, start_ts=0.0)
 
 
-VARIANTS = ("clean", "stalled", "paused-long", "paused-outlived")
+VARIANTS = ("clean", "stalled", "paused-long", "paused-outlived", "paused-short", "broker-twice")
 
 
 @pytest.fixture(scope="module")
@@ -174,27 +191,39 @@ def test_a_stall_inside_a_pause_window_is_allowed(judged) -> None:
         assert a["evidence"]["ended_by"] == "lost" and a["evidence"]["outside_fault_windows_ms"] == 0
         assert [w["fault"] for w in a["evidence"]["fault_windows"]] == ["pause"]
         assert "consumed nothing from it for 50.0 s" in a["message"], a["message"]
-        assert a["message"].endswith("; no stretch of it outside the fault windows is longer than the bound (the "
-                                     "longest: 0.0 s): pause of m2 at 20.0 s, window to 81.0 s (heal + session "
+        assert a["message"].endswith("; no more than the bound of it lies outside the fault windows (0.0 s in "
+                                     "all): pause of m2 at 20.0 s, window to 81.0 s (heal + session "
                                      "timeout + heartbeat; seconds from the run's start)"), a["message"]
 
 
-def test_a_stall_that_outlives_its_pause_window_fails(judged) -> None:
-    p1 = judged["paused-outlived"]["invariants"]["P1"]
+@pytest.mark.parametrize("variant", ["paused-outlived", "paused-short"])
+def test_a_pause_shorter_than_the_session_opens_no_window(judged, variant) -> None:
+    # Neither 5 s pause expired m2's session: the whole stall counts against the bound.
+    p1 = judged[variant]["invariants"]["P1"]
     assert p1["status"] == "fail" and p1["allowed"] == []
     [v] = p1["violations"]
     assert v["partitions"] == [["t", 3]] and v["culprit"] == "m2"
-    # The pause's window ends at 25 s + a session timeout + a heartbeat = 36 s; m2 revokes t-3 at 95.04 s.
-    assert v["evidence"]["outside_fault_windows_ms"] == pytest.approx(95040 - 36000)
-    assert "; 59.0 s of it at a stretch outside the fault windows: pause of m2 at 20.0 s, window to 36.0 s" \
-        in v["message"], v["message"]
+    assert v["evidence"]["fault_windows"] == []
+    assert v["evidence"]["outside_fault_windows_ms"] == pytest.approx(v["evidence"]["stall_ms"])
+    assert "fault windows" not in v["message"], v["message"]
 
 
-def test_the_stretch_outside_fault_windows_is_the_longest_uncovered_piece() -> None:
-    from conformance.pipeline.checks.progress import _free_stretch
+def test_back_to_back_windows_bound_the_total_stall(judged) -> None:
+    p1 = judged["broker-twice"]["invariants"]["P1"]
+    assert p1["status"] == "fail" and p1["allowed"] == []
+    [v] = p1["violations"]
+    assert v["partitions"] == [["t", 3]] and v["culprit"] == "m2"
+    assert [w["fault"] for w in v["evidence"]["fault_windows"]] == ["broker-restart", "broker-restart"]
+    # 15.003-20, 36-55 and 71-95.04 s lie outside the windows: 48 s in all, no piece above the 40 s bound.
+    assert v["evidence"]["outside_fault_windows_ms"] == pytest.approx((20000 - 15003) + 19000 + (95040 - 71000))
+    assert "; 48.0 s of it outside the fault windows: broker-restart of broker at 20.0 s" in v["message"], v["message"]
 
-    assert _free_stretch(0, 100, []) == 100
-    assert _free_stretch(0, 100, [(10, 30)]) == 70                         # after the window
-    assert _free_stretch(0, 100, [(-5, 30), (20, 40), (90, 200)]) == 50     # overlapping windows merge
-    assert _free_stretch(0, 100, [(150, 200)]) == 100 == _free_stretch(0, 100, [(-50, -10)])
-    assert _free_stretch(20003, 70020, [(20000, 81000)]) == 0
+
+def test_the_time_outside_fault_windows_is_summed_over_the_stall() -> None:
+    from conformance.pipeline.checks.progress import _outside
+
+    assert _outside(0, 100, []) == 100
+    assert _outside(0, 100, [(10, 30)]) == 80                                # before and after the window
+    assert _outside(0, 100, [(-5, 30), (20, 40), (60, 70), (90, 200)]) == 40  # overlapping windows merge
+    assert _outside(0, 100, [(150, 200)]) == 100 == _outside(0, 100, [(-50, -10)])
+    assert _outside(20003, 70020, [(20000, 81000)]) == 0

@@ -44,26 +44,67 @@ def r2(b: CooperativeRun) -> Path:
     return _m2_takes_t2_early(b)
 
 
+def _generation_4_without_m1(b: CooperativeRun, m2_owns: list) -> None:
+    """m1 froze at 20 s: the coordinator expires its session and generation 4 forms at 31.5 s with m2
+    alone (its leader, declaring ``m2_owns``), whose SyncGroup (31.6 s) gives it t-0..3."""
+    b.join(4, 31500, "m2", {"m2": b.subscription("m2", owned=m2_owns, generation=3)})
+    b.sync(4, 31600, "m2", {"m2": ALL4})
+
+
 @story()
 def r2_allowed(b: CooperativeRun) -> Path:
-    """As r2, but m1 is paused (SIGSTOP, 11.24-11.26 s) at the time: allowed by R2/fault-window."""
-    b.opening()
-    b.generation_2()
-    b.sync_2()
-    b.m1_commits_2()
-    b.fault(11240, "pause", "m1")
-    b.fault(11260, "resume", "m1", phase="heal")
-    return _m2_takes_t2_early(b)
+    """m1 is paused at 20 s for 13 s, past its session; generation 4 forms without it at 31.5 s and m2
+    records t-0, t-1 assigned at 31.7 s while m1, frozen, still owns them. Resumed, m1 is answered
+    UNKNOWN_MEMBER_ID (33.1 s), records them lost (33.2 s) and stops: allowed by R2/fault-window (the
+    member that kept them is the paused one, and the wire removed it before the overlap)."""
+    b.through_steady()
+    b.fault(20000, "pause", "m1")
+    _generation_4_without_m1(b, ALL4[2:])
+    b.assigned("m2", 31700, ALL4[:2])
+    b.fault(33000, "resume", "m1", phase="heal")
+    b.frame(33050, "m1", "Heartbeat", "request", generation=3)
+    b.frame(33100, "m1", "Heartbeat", "response", generation=3, error_code=25)
+    b.lost("m1", 33200, ALL4[:2])
+    b.stopped("m1", 33500)
+    b.stopped("m2", END + 150)
+    return b.write(END)
 
 
 @story()
 def r2_unhealed_allowed(b: CooperativeRun) -> Path:
     """m1 is paused at 20 s and never resumed (the run was interrupted: nobody stops, the manifest
-    says incomplete); m2 records t-0 assigned at 40 s while m1 still owns it: allowed."""
+    says incomplete); generation 4 forms without it at 31.5 s and m2 records t-0, t-1 assigned at
+    40 s while m1 still owns them: allowed."""
     b.through_steady()
     b.fault(20000, "pause", "m1")
-    b.assigned("m2", 40000, [(T, 0)])
+    _generation_4_without_m1(b, ALL4[2:])
+    b.assigned("m2", 40000, ALL4[:2])
     return b.write(END, complete=False)
+
+
+@story(fails=("R2", ["m1 and m2 both owned t-0, t-1; first overlap t-0 for"]))
+def r2_before_removal(b: CooperativeRun) -> Path:
+    """As r2-unhealed-allowed, but m2 records t-0, t-1 assigned at 25 s, 5 s after m1 froze and before
+    anything on the wire removed m1 (generation 4 forms at 31.5 s, m2 declaring them owned): m2 took
+    them while the coordinator still counted m1 in."""
+    b.through_steady()
+    b.fault(20000, "pause", "m1")
+    b.assigned("m2", 25000, ALL4[:2])
+    _generation_4_without_m1(b, ALL4)
+    return b.write(END, complete=False)
+
+
+@story(fails=("R2", ["m1 and m2 both owned t-2; first overlap t-2 for 3500 ms (kept by m2)"]))
+def r2_healthy_holder(b: CooperativeRun) -> Path:
+    """m1 is paused for 1 s at 20 s (its session holds); at 21.5 s m1 records t-2 assigned, which m2
+    owns, and revokes it at 25 s. The overlap lies inside m1's pause window, but the member that kept
+    t-2 is m2, which no fault touched."""
+    b.through_steady()
+    b.fault(20000, "pause", "m1")
+    b.fault(21000, "resume", "m1", phase="heal")
+    b.assigned("m1", 21500, [(T, 2)])
+    b.revoked("m1", 25000, [(T, 2)])
+    return b.teardown()
 
 
 @story(fails=("R2", ["m1 and m2 both owned t-0; first overlap t-0 for 39600 ms (kept by m1)"]))

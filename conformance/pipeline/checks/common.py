@@ -8,7 +8,7 @@ from pyspark.sql import functions as F
 
 from conformance import config
 from conformance.faults import (BY_TOXIC_RULE, DEAD_LOOKING, DELAY_ATTRIBUTES, DELAYING_TOXIC, HEAL_OF, HEALED_BY_NEXT_LINE,
-                                LOG_LINES, SILENCING_TOXICS)
+                                LOG_LINES, SILENCING_TOXICS, TIMED_DEAD_LOOKING)
 from conformance.pipeline.checks.rules import RULES
 
 if TYPE_CHECKING:
@@ -85,12 +85,23 @@ def formed_by_end(t: Tables):
 
 
 def fault_windows(t: Tables):
-    """(run, fault, target, w_start, w_end, t0) during which ``target`` (a member, or ``broker``) may look
-    dead to the group: from a :data:`DEAD_LOOKING` fault's invocation to its heal (the run's end when
-    nothing healed it) plus a session timeout and a heartbeat, the time the group and the member need
-    to notice; ``t0`` is the run's start (messages give times from it). Built once per Tables
-    (R2, R3, R4, D3 and P1 read it)."""
+    """(run, fault, target, w_start, w_end, t0, lasted_ms) during which ``target`` (a member, or ``broker``)
+    may look dead to the group: from a :data:`DEAD_LOOKING` fault's invocation to its heal (the run's end
+    when nothing healed it) plus a session timeout and a heartbeat, the time the group and the member
+    need to notice; ``t0`` is the run's start (messages give times from it), ``lasted_ms`` the fault's
+    own length (invocation to heal). Built once per Tables (R2, R3, R4, D3 and P1 read it)."""
     return t.shared("fault_windows", lambda: _build_fault_windows(t))
+
+
+def session_expiring_windows(t: Tables):
+    """The windows of :func:`fault_windows` whose fault lasted long enough to expire its member's
+    session: a fault of :data:`~conformance.faults.TIMED_DEAD_LOOKING` (a pause, a cut, a disconnect)
+    only when it lasted at least a session timeout (invocation to heal, or to the run's end); every
+    other dead-looking fault (a broker restart or kill; a toxic that passes the toxic rule) always."""
+    tm = timing(t.cells).select("run", "session_ms")
+    return (fault_windows(t).join(tm, "run")
+            .where(~F.col("fault").isin(*TIMED_DEAD_LOOKING) | (F.col("lasted_ms") >= F.col("session_ms")))
+            .drop("session_ms"))
 
 
 def _toxic_can_look_dead(details, session_ms, heartbeat_ms):
@@ -133,7 +144,9 @@ def _build_fault_windows(t: Tables):
             .select("run", "fault", "target", "w_start",
                     (F.greatest(F.coalesce("heal_ts", "run_end_ts"), F.col("w_start"))
                      + F.col("session_ms") + F.col("heartbeat_ms")).alias("w_end"),
-                    F.coalesce("start_ts", F.lit(0.0)).alias("t0")))
+                    F.coalesce("start_ts", F.lit(0.0)).alias("t0"),
+                    (F.greatest(F.coalesce("heal_ts", "run_end_ts"), F.col("w_start")) - F.col("w_start"))
+                    .alias("lasted_ms")))
 
 
 def split_by_fault_windows(t: Tables, name: str, df, keys: list[str], start: str, end: str, members: list[str]):

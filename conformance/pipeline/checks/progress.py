@@ -58,14 +58,20 @@ fault window. A stall for good, the bug class P1 catches, exceeds any bound.
 
 Scope and exemptions:
 
-- Time in a fault window (:func:`common.fault_windows`: a pause, a network
-  fault or toxic of the owner, a broker restart or kill, from the fault's
-  invocation to its heal plus a session timeout and a heartbeat) does not
-  count: a paused member fetches nothing, a member cut off from the broker or
-  a restarting broker serves no fetch. A stall longer than the bound only
-  because of such time is reported as allowed (rule ``P1/fault-window``); one
-  whose stretch outside the windows alone exceeds the bound (a stall that
-  outlives its window) is a violation.
+- Time in a fault window (:func:`common.session_expiring_windows`: a pause, a
+  cut or a disconnect of the owner that lasted at least its session timeout,
+  a toxic of the owner that passes the toxic rule, a broker restart or kill,
+  from the fault's invocation to its heal plus a session timeout and a
+  heartbeat) does not count: a paused member fetches nothing, a member cut off
+  from the broker or a restarting broker serves no fetch, and after the heal
+  the member needs up to a session timeout to learn whether it still owns the
+  partition. A pause or cut shorter than the session opens no window: the
+  group never noticed it, and its own length is all it can add to a stall,
+  far inside the bound. A stall longer than the bound only because of such
+  time is reported as allowed (rule ``P1/fault-window``); one whose time
+  outside the windows, summed over the whole stall, exceeds the bound is a
+  violation, however the windows cut it up (back-to-back windows excuse
+  nothing between them).
 - Runs cut short (manifest ``complete`` false) are judged on what they
   observed: a stall counts only up to the end of observation, so a stall is
   reported only when it was observed for longer than the bound, never because
@@ -81,7 +87,7 @@ from __future__ import annotations
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from conformance.pipeline.checks.common import fault_windows, timing, violation, window_text
+from conformance.pipeline.checks.common import session_expiring_windows, timing, violation, window_text
 from conformance.pipeline.derived import Tables
 
 _TP = ["run", "topic", "partition"]
@@ -111,7 +117,8 @@ def stalls(t: Tables):
     (when the first waiting record was acknowledged, or the gap's start), ``first_waiting`` and
     ``last_acked`` (the offsets acknowledged at least a bound before the gap ended, the last by
     ``acked_by``), and ``windows``, the fault windows of the owner, the broker or everyone that
-    overlap the stall (null when none)."""
+    overlap the stall, of faults long enough to expire a session
+    (:func:`common.session_expiring_windows`; null when none)."""
     gaps = long_gaps(t)
     cons = t.events.where(F.col("event") == "consumed").select(
         *_TP, F.col("ts").alias("c_ts"), F.col("last_offset").alias("c_last"))
@@ -128,7 +135,7 @@ def stalls(t: Tables):
                     F.max("p_last").alias("last_acked"))
                .withColumn("stall_from", F.greatest("g0", "avail_ts"))
                .where(F.col("g1") - F.col("stall_from") > F.col("bound_ms")))
-    win = fault_windows(t).select("run", "fault", "target", "w_start", "w_end", "t0")
+    win = session_expiring_windows(t).select("run", "fault", "target", "w_start", "w_end", "t0")
     hit = (waiting.join(win, "run")
            .where(F.col("target").isin("all", "broker") | (F.col("target") == F.col("member")))
            .where((F.col("w_start") < F.col("g1")) & (F.col("w_end") > F.col("stall_from")))
@@ -136,15 +143,16 @@ def stalls(t: Tables):
     return waiting.join(hit, keys, "left")
 
 
-def _free_stretch(start: float, end: float, windows) -> float:
-    """The longest stretch of [start, end] outside every window ((w_start, w_end) pairs)."""
-    longest, cursor = 0.0, start
+def _outside(start: float, end: float, windows) -> float:
+    """The total time of [start, end] outside every window ((w_start, w_end) pairs; overlapping
+    windows count once)."""
+    outside, cursor = 0.0, start
     for w0, w1 in sorted((min(max(w0, start), end), max(min(w1, end), start)) for w0, w1 in windows):
         if w1 <= cursor:
             continue
-        longest = max(longest, w0 - cursor)
+        outside += max(0.0, w0 - cursor)
         cursor = max(cursor, w1)
-    return max(longest, end - cursor)
+    return outside + max(0.0, end - cursor)
 
 
 def check_p1(t: Tables) -> list[dict]:
@@ -158,7 +166,7 @@ def check_p1(t: Tables) -> list[dict]:
         tp = f"{r['topic']}-{r['partition']}"
         stall_ms = r["g1"] - r["stall_from"]
         windows = [(w["w_start"], w["w_end"]) for w in (r["windows"] or [])]
-        free_ms = _free_stretch(r["stall_from"], r["g1"], windows)
+        free_ms = _outside(r["stall_from"], r["g1"], windows)
         ended = "consumed again" if r["g1"] < r["end_ts"] else (r["end_reason"] or "end of observation")
         msg = (f"{r['member']} owned {tp} from {(r['start_ts'] - o) / 1000:.1f} s but consumed nothing from it for "
                f"{stall_ms / 1000:.1f} s from {(r['stall_from'] - o) / 1000:.1f} s (offsets {r['first_waiting']}-"
@@ -175,12 +183,12 @@ def check_p1(t: Tables) -> list[dict]:
         faults = "; ".join(window_text(w) for w in sorted(r["windows"] or [], key=lambda w: w["w_start"]))
         if free_ms > r["bound_ms"]:
             if windows:
-                msg += f"; {free_ms / 1000:.1f} s of it at a stretch outside the fault windows: {faults}"
+                msg += f"; {free_ms / 1000:.1f} s of it outside the fault windows: {faults}"
             out.append(violation("P1", r["run"], msg, members=[r["member"]], culprit=r["member"],
                                  partitions=[[r["topic"], r["partition"]]], ts=r["stall_from"], evidence=evidence))
         else:
-            msg += (f"; no stretch of it outside the fault windows is longer than the bound (the longest: "
-                    f"{free_ms / 1000:.1f} s): {faults}")
+            msg += (f"; no more than the bound of it lies outside the fault windows ({free_ms / 1000:.1f} s "
+                    f"in all): {faults}")
             out.append(violation("P1", r["run"], msg, members=[r["member"]], culprit=r["member"],
                                  partitions=[[r["topic"], r["partition"]]], ts=r["stall_from"], evidence=evidence,
                                  allowed_by="P1/fault-window"))

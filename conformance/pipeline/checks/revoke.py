@@ -6,14 +6,22 @@ Scope and allowed findings (each rule named in :mod:`conformance.pipeline.checks
 - R1: a claim is valid only if its declared generation (subscription v2+) is
   the highest among the members claiming that partition (KIP-792); a v0/v1
   claim (generation -1) loses to any claim that carries a generation.
-- R2: an overlap that begins and ends inside a fault window
-  (:func:`common.fault_windows`: a fault that can make one of the two owners,
-  or the broker, look dead, from its invocation to its heal plus a session
-  timeout and a heartbeat) is an allowed finding (rule R2/fault-window): the
-  group legitimately moved the partition, and the cut-off member records
-  ``lost`` only once it notices. An overlap that outlives the window is a
-  violation. A killed member's ownership ends at the kill (see
-  derived.incarnations).
+- R2: an overlap is an allowed finding (rule R2/fault-window) only when the
+  member that kept the partition (the owner whose interval began first: the
+  stale holder) is the one a fault made dead-looking, and the broker had
+  removed it: the overlap begins and ends inside a fault window
+  (:func:`common.fault_windows`: a dead-looking fault of that member, or of
+  the broker, from its invocation to its heal plus a session timeout and a
+  heartbeat), and the wire shows the broker's removal of the stale holder
+  after the fault's invocation and at or before the overlap's start
+  (:func:`removals`: a fencing answer to it, or a classic generation formed
+  without it). The group then legitimately moved the partition, and the
+  cut-off member records ``lost`` only once it notices. An overlap whose
+  stale holder is the other, healthy owner, one that begins before the
+  broker removed the faulted member (a new owner that took the partition
+  while the coordinator still counted the old one in), and one that outlives
+  the window are violations. A killed member's ownership ends at the kill
+  (see derived.incarnations).
 - R3: a revoke and re-assign inside a fault window of the member or the
   broker is an allowed finding (rule R3/fault-window): the member's session
   was cut, not rebalanced. Sarama ends its whole session on a coordinator EOF
@@ -71,7 +79,9 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from conformance import config
-from conformance.pipeline.checks.common import fmt_tps, formed_by_end, split_by_fault_windows, timing, violation, window_text
+from conformance.pipeline.checks.common import (fault_windows, fmt_tps, formed_by_end, split_by_fault_windows, timing, violation,
+                                                window_text)
+from conformance.pipeline.checks.consumption import FENCING_CODES, fencing_answers
 from conformance.pipeline.checks.leadership import (assignment_rows, generation_leaders, generation_member_ids,
                                                     generationless_claims, leaders_by_generation, taken_by, takers)
 from conformance.pipeline.derived import Tables, is_cooperative
@@ -118,6 +128,31 @@ def check_r1(t: Tables) -> list[dict]:
     return out
 
 
+def removals(t: Tables):
+    """(run, member, r_ts, how): each time the wire shows that the broker removed ``member`` from the
+    group (built once): a fencing answer to it (:func:`consumption.fencing_answers`: UNKNOWN_MEMBER_ID,
+    ILLEGAL_GENERATION, ... to its current member id), or a classic generation formed without it (a
+    generation with a leader, after one ``member`` had joined, whose successful JoinGroup answers do not
+    include it: the coordinator completed the round without it). ``how`` says which, for a message."""
+    def build():
+        fences = fencing_answers(t).select(
+            "run", "member", F.col("f_ts").alias("r_ts"),
+            F.concat(F.element_at(F.create_map(*[F.lit(x) for kv in FENCING_CODES.items() for x in kv]), F.col("code")),
+                     F.lit(" on "), F.col("api"), F.lit(" (wire.jsonl:"), F.col("f_line").cast("string"),
+                     F.lit(")")).alias("how"))
+        gens = t.generations.where(F.col("leader_id").isNotNull()).select("run", "generation", "join_ts", "joined")
+        first = (t.generations.where(F.col("leader_id").isNotNull())
+                 .select("run", "generation", F.explode("joined").alias("member"))
+                 .groupBy("run", "member").agg(F.min("generation").alias("first_gen")))
+        without = (first.join(gens, "run")
+                   .where((F.col("generation") > F.col("first_gen")) & ~F.array_contains("joined", F.col("member")))
+                   .select("run", "member", F.col("join_ts").alias("r_ts"),
+                           F.concat(F.lit("generation "), F.col("generation").cast("string"),
+                                    F.lit(" formed without it")).alias("how")))
+        return fences.unionByName(without)
+    return t.shared("r2-removals", build)
+
+
 def check_r2(t: Tables) -> list[dict]:
     a = t.ownership.select("run", "topic", "partition", F.col("member").alias("m1"), F.col("start_ts").alias("s1"),
                            F.col("end_ts").alias("e1"), F.col("end_reason").alias("r1"))
@@ -129,10 +164,24 @@ def check_r2(t: Tables) -> list[dict]:
           # The member that kept the partition is the one whose interval began first.
           .withColumn("kept_by", F.when(F.col("s1") <= F.col("s2"), F.col("m1")).otherwise(F.col("m2"))))
     keys = ["run", "topic", "partition", "m1", "s1", "m2", "s2"]
-    bad, excused = split_by_fault_windows(t, "r2-overlaps", ov, keys, "ov_start", "ov_end", ["m1", "m2"])
+    ov = t.shared("r2-overlaps", lambda: ov)
+    # R2/fault-window: a window of the member that kept the partition (or of the broker) holds the whole
+    # overlap, and the wire showed the broker removing that member after the fault and before the overlap.
+    win = fault_windows(t)
+    gone = removals(t).withColumnRenamed("member", "kept_by")
+    covered = (ov.join(win, "run")
+               .where(F.col("target").isin("all", "broker") | (F.col("target") == F.col("kept_by")))
+               .where((F.col("ov_start") >= F.col("w_start")) & (F.col("ov_end") <= F.col("w_end")))
+               .join(gone, ["run", "kept_by"])
+               .where((F.col("r_ts") >= F.col("w_start")) & (F.col("r_ts") <= F.col("ov_start")))
+               .groupBy(*keys).agg(F.min_by(F.struct(F.struct("fault", "target", "w_start", "w_end", "t0").alias("window"),
+                                                     F.struct("r_ts", "how").alias("removal")), "r_ts").alias("why")))
+    bad = ov.join(covered.select(*keys), keys, "left_anti")
+    excused = ov.join(covered, keys)
     case = F.struct("topic", "partition", "ov_start", "ov_end", "r1", "r2", "kept_by")
     bad = bad.groupBy("run", "m1", "m2").agg(F.collect_list(case).alias("cases"))
-    excused = excused.select("run", "m1", "m2", "window", case.alias("case"))
+    excused = excused.select("run", "m1", "m2", F.col("why.window").alias("window"), F.col("why.removal").alias("removal"),
+                             case.alias("case"))
     bad, excused = t.collect_many(bad, excused)
     out = []
     for r in bad:
@@ -150,11 +199,14 @@ def check_r2(t: Tables) -> list[dict]:
                                                      "kept_by": c["kept_by"]}
                                                     for c in cases[:20]]}))
     for r in excused:
-        c, w = r["case"], r["window"]
+        c, w, rm = r["case"], r["window"], r["removal"]
         out.append(violation("R2", r["run"], f"{r['m1']} and {r['m2']} both owned {c['topic']}-{c['partition']} for "
-                             f"{c['ov_end'] - c['ov_start']:.0f} ms inside the window of {window_text(w)}",
+                             f"{c['ov_end'] - c['ov_start']:.0f} ms inside the window of {window_text(w)}; "
+                             f"{c['kept_by']}, which kept it, was removed by the broker "
+                             f"{(c['ov_start'] - rm['r_ts']):.0f} ms before the overlap ({rm['how']})",
                              members=[r["m1"], r["m2"]], partitions=[[c["topic"], c["partition"]]], ts=c["ov_start"],
-                             evidence={"from": c["ov_start"], "to": c["ov_end"], "window": w.asDict()},
+                             evidence={"from": c["ov_start"], "to": c["ov_end"], "kept_by": c["kept_by"],
+                                       "window": w.asDict(), "removed_ts": rm["r_ts"], "removed_by": rm["how"]},
                              allowed_by="R2/fault-window"))
     return out
 

@@ -98,8 +98,10 @@ _RULES: tuple[Rule, ...] = (
          "generation; members' epochs differ, so the order of generations says nothing of staleness. K4 judges "
          "those commits against the member's own epoch, as the broker must."),
     Rule("R2/fault-window", "R2",
-         "an overlap that begins and ends inside a fault window of one of the two owners or the broker "
-         "(the fault's invocation to its heal plus a session timeout and a heartbeat)",
+         "an overlap that begins and ends inside a fault window of the owner that kept the partition (the one "
+         "whose ownership began first) or of the broker (the fault's invocation to its heal plus a session timeout "
+         "and a heartbeat), and begins at or after the wire shows the broker removing that owner after the fault "
+         "(a fencing answer to it, or a classic generation formed without it)",
          "A member that looks dead to the group (paused, cut off) loses its partitions at the coordinator "
          "before it can know; it records `lost` only once it notices (KIP-429: lost partitions)."),
     Rule("R3/fault-window", "R3",
@@ -140,8 +142,10 @@ _RULES: tuple[Rule, ...] = (
          "INCONSISTENT_GROUP_PROTOCOL (KAFKA-20640), a fatal error for classic clients too. "
          "K5 judges whether the refusal was due; a member that crashes after it was admitted is still a V1 violation."),
     Rule("P1/fault-window", "P1",
-         "a stall longer than the bound of which no stretch outside the fault windows of the owner or the broker "
-         "(the fault's invocation to its heal plus a session timeout and a heartbeat) is longer than the bound",
+         "a stall longer than the bound whose time outside the fault windows of the owner or the broker, summed "
+         "over the whole stall, is no longer than the bound (a window: the fault's invocation to its heal plus a "
+         "session timeout and a heartbeat, opened only by a fault that can expire a session: a pause, cut or "
+         "disconnect lasting at least the session timeout, a toxic by the toxic rule, a broker restart or kill)",
          "A paused member fetches nothing; a member cut off from the broker, or a broker being restarted, serves "
          "no fetch; after the heal the member needs up to a session timeout to learn whether it still owns the "
          "partition (KIP-429: lost partitions) before it fetches again or gives it up."),
