@@ -377,6 +377,62 @@ def held_beside_faulted(run: RunEdit) -> tuple[str | None, str]:
     raise NotApplicable("no partition a dead-looking member took back from a healthy one inside its window")
 
 
+# -- R2/fault-window in a KIP-848 group (issue 38): the removal shown by the broker handing over ------------
+
+def _handovers(run: RunEdit) -> list[tuple[int, str, TP]]:
+    """(wire index, member, partition) of every partition a ConsumerGroupHeartbeat answer without error
+    gave a member (KIP-848: the broker's own assignor), in wire order; partitions as the pipeline names
+    them (the manifest's topic ids)."""
+    names = {v: k for k, v in (run.manifest.get("topic_ids") or {}).items()}
+    out = []
+    for i in run.frames("ConsumerGroupHeartbeat", "response"):
+        f = run.wire[i]
+        if f.get("error_code") or not f.get("assigned"):
+            continue
+        out += [(i, f["member"], (names.get(a.get("topic_id"), a.get("topic_id")), p))
+                for a in f["assigned"] for p in a.get("partitions") or ()]
+    return out
+
+
+def handed_over_after_heard(run: RunEdit) -> tuple[str | None, str]:
+    """R2 (rule R2/fault-window, KIP-848 removal by handover). The broker answers, without error, the
+    member a fault made look dead after the fault and before it hands one of that member's partitions
+    to another member, yet the member still records the partition owned past the handover: the broker
+    heard it (it may have acknowledged giving the partition up) and its history kept it (a zombie
+    owner). The edit copies the member's last answered request before the fault (a heartbeat) and its
+    answer to 2 ms before the request of the first handover the recorded run shows allowed."""
+    for fault, w_end in _dead_member_windows(run):
+        old_member = fault["target"]
+        answered = [i for i, f in enumerate(run.wire) if f.get("member") == old_member and f.get("direction") == "request"
+                    and f.get("api") in ("Heartbeat", "ConsumerGroupHeartbeat") and f["ts"] < fault["ts"]
+                    and (j := run.response_of(i)) is not None and not run.wire[j].get("error_code")]
+        if not answered:
+            continue
+        for i, got, tp in _handovers(run):
+            q = next((k for k in range(i - 1, -1, -1) if wirelog.pair_key(run.wire[k])[:3] == wirelog.pair_key(
+                run.wire[i])[:3] and run.wire[k].get("direction") == "request"
+                and run.wire[k].get("correlation_id") == run.wire[i].get("correlation_id")), None)
+            if q is None or got == old_member:
+                continue
+            at = run.wire[q]["ts"]     # when the exchange that handed the partition over began
+            if not fault["ts"] < at <= w_end:
+                continue
+            old = next((iv for iv in run.intervals() if iv.member == old_member and iv.tp == tp
+                        and iv.start_ts < fault["ts"] and iv.end_ts > at), None)
+            if old is None:
+                continue
+            req_i = answered[-1]
+            req, resp = dict(run.wire[req_i]), dict(run.wire[run.response_of(req_i)])
+            req.update(ts=at - 2, correlation_id=2_000_000_000)
+            resp.update(ts=at - 1, correlation_id=2_000_000_000)
+            run.wire[q:q] = [req, resp]
+            return None, (f"the broker answered {old_member} ({req['api']}, no error) at {at - 1:.0f}, after its "
+                          f"{fault['fault']} at {fault['ts']:.0f} and before it gave {_fmt(tp)}, which "
+                          f"{old_member} recorded owned until {old.end_ts:.0f}, to {got} (request at {at:.0f})")
+    raise NotApplicable("no partition of a dead-looking member handed over by a ConsumerGroupHeartbeat answer "
+                        "inside its fault window")
+
+
 # -- P1/fault-window narrowed (issue 38): session-expiring faults only, the bound on the total stall -----------
 
 @dataclass(frozen=True)
@@ -1696,6 +1752,7 @@ CONSUMER_PROTOCOL_MUTATIONS: tuple[Mutation, ...] = (
     Mutation("bridged-assignor", "K2", bridged_assignor),
     Mutation("unacknowledged-assignment", "K3", unacknowledged_assignment),
     Mutation("stale-epoch-commit", "K4", stale_epoch_commit),
+    Mutation("handed-over-after-heard", "R2", handed_over_after_heard),
 )
 
 #: The mutations of a KIP-848 online migration (K5): the first two need a group that converted

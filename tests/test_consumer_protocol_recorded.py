@@ -39,6 +39,14 @@ protocol because the group migration is disabled", KAFKA-20640) and m2-java stop
 InconsistentGroupProtocolException from poll, exit 3). K5 holds; the stop is a
 V1/migration-refused finding.
 
+``reference-java-4.4.0-consumer-group-pause``: ``fixtures/client-behaviour/consumer-group-pause.scenario``
+(broker 4.4.0, seed 1): m0-reference and m1-java on the consumer protocol, m2-java classic behind
+the bridge; m1, then m2, is paused past its session. The broker tells a removed member only when it
+comes back, so each paused member still records partitions owned that the broker has handed to the
+others (by ConsumerGroupHeartbeat, and to m2 by the bridge's SyncGroup): four overlaps, each an
+R2/fault-window finding whose removal is that handover. (Judged before the rule knew handovers: an
+R2 failure on the mixed-steady cells where a paused member was in a consumer group.)
+
 Mutants of the recorded runs (:data:`conformance.mutate.CONSUMER_PROTOCOL_MUTATIONS` on the mixed
 run, :data:`conformance.mutate.MIGRATION_MUTATIONS` on the classic-first and the refused runs;
 real frames and timing, one edit each) must each fail the invariant they name. All copies are
@@ -62,8 +70,9 @@ CLASSIC_FIRST = FIXTURES / "java-4.4.0-librdkafka-2.16.1-consumer-rolling-restar
 REFUSED = FIXTURES / "reference-java-librdkafka-4.4.0-refused-migration.tar.xz"
 CUSTOM_ASSIGNOR = FIXTURES / "sarama-1.61.1-reference-4.4.0-custom-assignor-upgrade.tar.xz"
 REFUSED_DOWNGRADE = FIXTURES / "reference-librdkafka-java-4.4.0-refused-downgrade.tar.xz"
-#: The recorded run each migration mutation edits (by copy name).
-MIGRATION_BASE = {"upgrade-despite-policy": "classic-first", "upgrade-despite-userdata": "classic-first",
+PAUSED = FIXTURES / "reference-java-4.4.0-consumer-group-pause.tar.xz"
+#: The recorded run a mutation edits (by copy name), where it is not the mixed run.
+BASE = {"handed-over-after-heard": "paused","upgrade-despite-policy": "classic-first", "upgrade-despite-userdata": "classic-first",
                   "refusal-despite-policy": "refused", "refusal-without-userdata": "custom-assignor",
                   "classic-refusal-despite-policy": "refused-downgrade"}
 
@@ -116,12 +125,13 @@ def recorded_copies(root: Path) -> dict[str, Path]:
     refused = unpack(REFUSED, root / "refused")
     custom = unpack(CUSTOM_ASSIGNOR, root / "custom-assignor")
     refused_downgrade = unpack(REFUSED_DOWNGRADE, root / "refused-downgrade")
+    paused = unpack(PAUSED, root / "paused")
     runs = root / "runs"
     originals = {"mixed": mixed, "classic-first": classic_first, "refused": refused, "custom-assignor": custom,
-                 "refused-downgrade": refused_downgrade}
+                 "refused-downgrade": refused_downgrade, "paused": paused}
     dirs = {name: copy_run(run, runs / name) for name, run in originals.items()}
     for m in CONSUMER_PROTOCOL_MUTATIONS + MIGRATION_MUTATIONS:
-        made = mutate(originals[MIGRATION_BASE.get(m.name, "mixed")], m, runs / m.name)
+        made = mutate(originals[BASE.get(m.name, "mixed")], m, runs / m.name)
         dirs[m.name] = made.path
         DETAILS[m.name] = (m.invariant, made.culprit, made.detail)
     for name, (inv, edit) in CLASSIC_MUTANTS.items():
@@ -167,6 +177,18 @@ def test_a_recorded_mixed_group_passes_with_its_consumer_group_periods_reported(
     for inv in v["invariants"].values():
         for f in inv["violations"] + inv["allowed"]:
             assert all(p[0] == "orders" for p in f["partitions"]), f
+
+
+def test_a_paused_member_of_a_consumer_group_loses_its_partitions_by_handover(judged):
+    # The rule's allowed neighbour of handed-over-after-heard, on the real run: each overlap is kept by
+    # the paused member, and its removal is the broker handing the partition to the other owner.
+    v = judged["verdicts"]["paused"]
+    assert v["verdict"] == "pass" and v["malformed"] == [], (_failing(v), v["malformed"][:3])
+    r2 = v["invariants"]["R2"]["allowed"]
+    assert sorted(f["evidence"]["kept_by"] for f in r2) == ["m1-java", "m1-java", "m2-java", "m2-java"], r2
+    how = sorted(f["evidence"]["removed_by"].split(" (")[0] for f in r2)
+    assert how == ["the broker gave it to m0-reference on ConsumerGroupHeartbeat"] * 2 + [
+        "the broker gave it to m1-java on ConsumerGroupHeartbeat", "the broker gave it to m2-java on SyncGroup"], how
 
 
 def test_a_refused_upgrade_keeps_the_group_classic_and_each_refused_member_stop_is_allowed(judged):

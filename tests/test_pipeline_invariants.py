@@ -125,6 +125,12 @@ def test_allowed_anomalies_pass(judged):
     assert _inv(judged, "break-v2-one-more-round-allowed", "V2")["status"] == "pass"
     # The re-read follows a pause: counted, attributed, not a failure.
     assert _inv(judged, "break-d3-allowed", "D3")["status"] == "pass"
+    # In a consumer group the broker tells only the removed member: its handing m2's partitions to m3
+    # while it had not heard m2 since the pause is the removal.
+    r2 = _inv(judged, "break-r2-handed-over-allowed", "R2")
+    assert r2["status"] == "pass" and [f["allowed_by"] for f in r2["allowed"]] == ["R2/fault-window"] * 2, r2
+    assert r2["allowed"][0]["evidence"]["removed_by"].startswith("the broker gave it to m3 on ConsumerGroupHeartbeat")
+    assert judged[1]["break-r2-handed-over-allowed"]["verdict"] == "pass"
     # A pause never healed (an interrupted run) excuses an overlap until the run's end.
     assert _inv(judged, "break-r2-unhealed-allowed", "R2")["status"] == "pass"
     # The re-read is stamped just before the heal of a pause in force since before the first read.

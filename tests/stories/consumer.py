@@ -268,3 +268,49 @@ def v1_fatal_after_admitted(b: CooperativeRun) -> Path:
     b.error("m3", 30100, "GroupIdNotFoundException: Group g is not a consumer group.", fatal=True)
     b.stopped("m3", 30110, reason="fatal: GroupIdNotFoundException")
     return b.teardown()
+
+
+def m2_paused_and_handed_to_m3(b: CooperativeRun, *, resumed: float) -> None:
+    """m3 joins at 20 s; m2 (classic) is paused at 22 s until ``resumed``; at 33 s the broker gives
+    m2's t-2, t-3 to m3 (epoch 3) and m3 records them assigned (33.1 s) while m2, frozen, still owns
+    them. Back, m2 is answered UNKNOWN_MEMBER_ID (35.1 s), records them lost (35.2 s) and stops."""
+    b.through_steady()
+    m3_joins(b)
+    b.fault(22000, "pause", "m2")
+    if resumed < 33000:
+        b.fault(resumed, "resume", "m2", phase="heal")
+        # The broker hears m2 again: its heartbeat of generation 3 is answered without error.
+        b.frame(resumed + 100, "m2", "Heartbeat", "request", generation=3)
+        b.frame(resumed + 105, "m2", "Heartbeat", "response", generation=3, error_code=0)
+    heartbeat(b, 33000, "m3", 2, given=3, owned=[], assigned=ALL4[2:])
+    b.assigned("m3", 33100, ALL4[2:])
+    if resumed >= 33000:
+        b.fault(resumed, "resume", "m2", phase="heal")
+    b.frame(35050, "m2", "Heartbeat", "request", generation=3)
+    b.frame(35100, "m2", "Heartbeat", "response", generation=3, error_code=25)
+    b.lost("m2", 35200, ALL4[2:])
+    b.stopped("m2", 35500)
+
+
+@story(members=MEMBERS)
+def r2_handed_over_allowed(b: CooperativeRun) -> Path:
+    """m2 is paused from 22 s to 35 s, past its session, in a consumer group; the broker tells only
+    m2 of its removal, when it is back (35.1 s), but gave its partitions to m3 at 33 s without having
+    heard m2 since the pause: the overlap (33.1-35.2 s) is allowed by R2/fault-window."""
+    m2_paused_and_handed_to_m3(b, resumed=35000)
+    for ts in (40000, 50000):
+        heartbeat(b, ts, "m3", 3)
+    heartbeat(b, END + 160, "m3", -1)
+    return b.teardown(m2=False, m3=True)
+
+
+@story(fails=("R2", ["m2 and m3 both owned t-2, t-3; first overlap t-2 for 2100 ms (kept by m2)"]), members=MEMBERS)
+def r2_handed_over_heard(b: CooperativeRun) -> Path:
+    """As r2-handed-over-allowed, but m2's pause ends at 29.9 s and the broker answers its heartbeat
+    without error at 30 s: it was not removed, so it could have acknowledged giving t-2, t-3 up; yet
+    it still records them owned when the broker gives them to m3 at 33 s."""
+    m2_paused_and_handed_to_m3(b, resumed=29900)
+    for ts in (40000, 50000):
+        heartbeat(b, ts, "m3", 3)
+    heartbeat(b, END + 160, "m3", -1)
+    return b.teardown(m2=False, m3=True)

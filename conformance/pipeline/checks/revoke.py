@@ -15,7 +15,11 @@ Scope and allowed findings (each rule named in :mod:`conformance.pipeline.checks
   heartbeat), and the wire shows the broker's removal of the stale holder
   after the fault's invocation and at or before the overlap's start
   (:func:`removals`: a fencing answer to it, or a classic generation formed
-  without it). The group then legitimately moved the partition, and the
+  without it; in a KIP-848 group, which tells only the removed member, when it
+  returns: a ConsumerGroupHeartbeat answer giving the partition to the other
+  owner, or a SyncGroup answer giving it while the group was a consumer group
+  (:func:`handovers`), with no answer without error to the stale holder since
+  the fault, so it cannot have acknowledged a revoke). The group then legitimately moved the partition, and the
   cut-off member records ``lost`` only once it notices. An overlap whose
   stale holder is the other, healthy owner, one that begins before the
   broker removed the faulted member (a new owner that took the partition
@@ -82,6 +86,7 @@ from conformance import config
 from conformance.pipeline.checks.common import (fault_windows, fmt_tps, formed_by_end, split_by_fault_windows, timing, violation,
                                                 window_text)
 from conformance.pipeline.checks.consumption import FENCING_CODES, fencing_answers
+from conformance.pipeline.consumer_group import in_consumer_period
 from conformance.pipeline.checks.leadership import (assignment_rows, generation_leaders, generation_member_ids,
                                                     generationless_claims, leaders_by_generation, taken_by, takers)
 from conformance.pipeline.derived import Tables, is_cooperative
@@ -153,6 +158,48 @@ def removals(t: Tables):
     return t.shared("r2-removals", build)
 
 
+def _answered(t: Tables, api: str | None = None):
+    """(run, member, api, q_ts, q_line, line, ts, error_code): responses paired with their requests
+    (same member, API and correlation id; the tap stamps a frame after forwarding it, so a request's
+    stamp is when the exchange began, and a member may act on an answer before the answer's stamp)."""
+    fr = t.frames if api is None else t.frames.where(F.col("api") == api)
+    req = fr.where(F.col("direction") == "request").select(
+        "run", "member", "api", "correlation_id", F.col("ts").alias("q_ts"), F.col("line").alias("q_line"))
+    return (fr.where(F.col("direction") == "response").select("run", "member", "api", "correlation_id", "line", "ts",
+                                                               "error_code")
+            .join(req, ["run", "member", "api", "correlation_id"])
+            .where(F.col("q_line") < F.col("line")).drop("correlation_id"))
+
+
+def handovers(t: Tables):
+    """(run, got, topic, partition, q_ts, how): each partition the broker's own assignor gave a member
+    (KIP-848), with when the exchange that gave it began (``q_ts``, its request's stamp): a
+    ConsumerGroupHeartbeat answer without error, or a SyncGroup answer without error while the group
+    was a consumer group (the classic bridge: the broker assigns, not a leader). The coordinator gives
+    a member only partitions no other member holds: their owner revoked them (its heartbeat or rejoin
+    said so) or was removed. Built once."""
+    def build():
+        cgh = (t.heartbeats.where((F.col("direction") == "response") & (F.coalesce("error_code", F.lit(0)) == 0)
+                                  & F.col("assigned").isNotNull() & F.col("request_ts").isNotNull())
+               .select("run", "line", "member", F.col("request_ts").alias("q_ts"),
+                       F.lit("ConsumerGroupHeartbeat").alias("api"), F.col("assigned").alias("tps")))
+        syncs = _answered(t, "SyncGroup").where(F.coalesce("error_code", F.lit(0)) == 0).select("run", "line", "q_ts")
+        given = (t.assignments.where((F.col("source") == "received") & (F.coalesce("error_code", F.lit(0)) == 0)
+                                     & F.col("partitions").isNotNull())
+                 .join(syncs, ["run", "line"])
+                 .select("run", "line", "member", "q_ts", F.lit("SyncGroup").alias("api"),
+                         F.col("partitions").alias("tps")))
+        bridged = in_consumer_period(t, given, "q_ts").where(F.col("period").isNotNull()).drop("period")
+        return (cgh.unionByName(bridged)
+                .select("run", F.col("member").alias("got"), "q_ts",
+                        F.concat(F.lit("the broker gave it to "), F.col("member"), F.lit(" on "), F.col("api"),
+                                 F.lit(" (wire.jsonl:"), F.col("line").cast("string"), F.lit(")")).alias("how"),
+                        F.explode("tps").alias("tp"))
+                .select("run", "got", F.col("tp.topic").alias("topic"), F.col("tp.partition").alias("partition"),
+                        "q_ts", "how"))
+    return t.shared("r2-handovers", build)
+
+
 def check_r2(t: Tables) -> list[dict]:
     a = t.ownership.select("run", "topic", "partition", F.col("member").alias("m1"), F.col("start_ts").alias("s1"),
                            F.col("end_ts").alias("e1"), F.col("end_reason").alias("r1"))
@@ -168,14 +215,35 @@ def check_r2(t: Tables) -> list[dict]:
     # R2/fault-window: a window of the member that kept the partition (or of the broker) holds the whole
     # overlap, and the wire showed the broker removing that member after the fault and before the overlap.
     win = fault_windows(t)
+    held = (ov.join(win, "run")
+            .where(F.col("target").isin("all", "broker") | (F.col("target") == F.col("kept_by")))
+            .where((F.col("ov_start") >= F.col("w_start")) & (F.col("ov_end") <= F.col("w_end")))
+            .withColumn("window", F.struct("fault", "target", "w_start", "w_end", "t0")))
     gone = removals(t).withColumnRenamed("member", "kept_by")
-    covered = (ov.join(win, "run")
-               .where(F.col("target").isin("all", "broker") | (F.col("target") == F.col("kept_by")))
-               .where((F.col("ov_start") >= F.col("w_start")) & (F.col("ov_end") <= F.col("w_end")))
-               .join(gone, ["run", "kept_by"])
-               .where((F.col("r_ts") >= F.col("w_start")) & (F.col("r_ts") <= F.col("ov_start")))
-               .groupBy(*keys).agg(F.min_by(F.struct(F.struct("fault", "target", "w_start", "w_end", "t0").alias("window"),
-                                                     F.struct("r_ts", "how").alias("removal")), "r_ts").alias("why")))
+    # A consumer group shows a removal only to the removed member (when it comes back), so the broker
+    # handing the partition to the other owner, in an exchange begun after the fault and before the
+    # overlap, while it had answered the stale holder nothing without error for a request sent since
+    # the fault (it could not have acknowledged a revoke), is the evidence. Requests are timed by their
+    # stamps: the tap stamps after forwarding, and sits before toxiproxy (a cut member's requests are
+    # recorded, never answered).
+    by_member = (held.join(gone, ["run", "kept_by"])
+                 .where((F.col("r_ts") >= F.col("w_start")) & (F.col("r_ts") <= F.col("ov_start")))
+                 .select(*keys, "window", "r_ts", "how"))
+    handed = handovers(t)
+    heard = (_answered(t).where(F.coalesce("error_code", F.lit(0)) == 0)
+             .select("run", F.col("member").alias("kept_by"), F.col("q_ts").alias("h_ts")))
+    other = F.when(F.col("kept_by") == F.col("m1"), F.col("m2")).otherwise(F.col("m1"))
+    by_handover = (held.withColumn("other", other).join(handed, ["run", "topic", "partition"])
+                   .where((F.col("got") == F.col("other")) & (F.col("q_ts") >= F.col("w_start"))
+                          & (F.col("q_ts") <= F.col("ov_start"))))
+    spoke = (by_handover.join(heard, ["run", "kept_by"])
+             .where((F.col("h_ts") > F.col("w_start")) & (F.col("h_ts") < F.col("q_ts")))
+             .select(*keys, "q_ts").distinct())
+    by_handover = (by_handover.join(spoke, [*keys, "q_ts"], "left_anti")
+                   .select(*keys, "window", F.col("q_ts").alias("r_ts"), "how"))
+    covered = (by_member.unionByName(by_handover)
+               .groupBy(*keys).agg(F.min_by(F.struct(F.col("window"), F.struct("r_ts", "how").alias("removal")),
+                                            "r_ts").alias("why")))
     bad = ov.join(covered.select(*keys), keys, "left_anti")
     excused = ov.join(covered, keys)
     case = F.struct("topic", "partition", "ov_start", "ov_end", "r1", "r2", "kept_by")

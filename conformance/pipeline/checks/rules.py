@@ -101,7 +101,9 @@ _RULES: tuple[Rule, ...] = (
          "an overlap that begins and ends inside a fault window of the owner that kept the partition (the one "
          "whose ownership began first) or of the broker (the fault's invocation to its heal plus a session timeout "
          "and a heartbeat), and begins at or after the wire shows the broker removing that owner after the fault "
-         "(a fencing answer to it, or a classic generation formed without it)",
+         "(a fencing answer to it, a classic generation formed without it, or, in a KIP-848 group, a "
+         "ConsumerGroupHeartbeat answer, or a SyncGroup answer of the classic bridge, giving the partition to the "
+         "other owner while the broker had answered the stale holder nothing without error since the fault)",
          "A member that looks dead to the group (paused, cut off) loses its partitions at the coordinator "
          "before it can know; it records `lost` only once it notices (KIP-429: lost partitions)."),
     Rule("R3/fault-window", "R3",
