@@ -39,6 +39,13 @@ protocol because the group migration is disabled", KAFKA-20640) and m2-java stop
 InconsistentGroupProtocolException from poll, exit 3). K5 holds; the stop is a
 V1/migration-refused finding.
 
+K4 judges the classic members' commits in the consumer group too (``D2/member-epoch`` leaves them to
+it): in the mixed run none of the accepted classic commits is behind its member's epoch. Its neighbour
+(:func:`conformance.mutate.bridged_held_commit`): m3-sarama's accepted commit at epoch 5 is sent from
+generation 4, since which its SyncGroup answers held every partition of it; broker 4.4.0 accepts that
+(KIP-1251: the bridge validates a classic member's commit as a consumer member's), so K4 holds, and the
+same copy recorded as broker 4.2.2 (before KIP-1251) fails K4.
+
 Mutants of the recorded runs (:data:`conformance.mutate.CONSUMER_PROTOCOL_MUTATIONS` on the mixed
 run, :data:`conformance.mutate.MIGRATION_MUTATIONS` on the classic-first and the refused runs;
 real frames and timing, one edit each) must each fail the invariant they name. All copies are
@@ -51,7 +58,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.mutate import CONSUMER_PROTOCOL_MUTATIONS, MIGRATION_MUTATIONS, RunEdit, mutate
+from conformance.mutate import (CONSUMER_PROTOCOL_MUTATIONS, MIGRATION_MUTATIONS, Mutation, RunEdit,
+                                bridged_held_commit, mutate)
 from recorded import TEST_TIMEOUT, copy_run, unpack
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(TEST_TIMEOUT)]
@@ -130,6 +138,15 @@ def recorded_copies(root: Path) -> dict[str, Path]:
         run.manifest["run_id"] += f"~{name}"
         run.save()
         dirs[name] = runs / name
+    # K4's neighbour: a classic member's KIP-1251 commit, accepted on 4.4.0; the same copy as broker 4.2.2.
+    held = mutate(mixed, Mutation("bridged-held-commit", "K4", bridged_held_commit), runs / "bridged-held-commit")
+    dirs["bridged-held-commit"] = held.path
+    DETAILS["bridged-held-commit"] = ("K4", held.culprit, held.detail)
+    run = RunEdit.load(copy_run(held.path, runs / "bridged-held-commit-4.2.2"))
+    run.manifest["broker_version"] = "4.2.2"
+    run.manifest["run_id"] += "~4.2.2"
+    run.save()
+    dirs["bridged-held-commit-4.2.2"] = runs / "bridged-held-commit-4.2.2"
     # V1/migration-refused must not excuse a member that was admitted: m2-java's refused join is
     # answered with an epoch instead, and the member still stops on its fatal error.
     run = RunEdit.load(copy_run(refused, runs / "refused-then-admitted"))
@@ -221,3 +238,29 @@ def test_the_classic_mutants_fail_in_the_classic_period_not_by_a_rule(judged):
     for name, (inv, _edit) in CLASSIC_MUTANTS.items():
         result = judged["verdicts"][name]["invariants"][inv]
         assert [f for f in result["violations"] if f["allowed_by"] is None], (name, result)
+
+
+def test_a_classic_members_commit_from_an_epoch_it_held_its_partitions_since_is_kip1251s(judged):
+    # m3-sarama (classic) commits from generation 4 at epoch 5, every partition held since 4: broker
+    # 4.4.0 accepts it (KIP-1251 covers the bridge's classic members), so K4 holds and the cell passes;
+    # D2's generation order calls it stale and D2/member-epoch names K4 as its judge.
+    _inv, culprit, detail = judged["details"]["bridged-held-commit"]
+    v = judged["verdicts"]["bridged-held-commit"]
+    assert v["verdict"] == "pass" and v["invariants"]["K4"]["status"] == "pass", (detail, _failing(v))
+    excused = [f for f in v["invariants"]["D2"]["allowed"] if culprit in f["members"]]
+    assert any("JoinGroup answer through the broker's bridge" in f["message"] for f in excused), excused
+    # Before KIP-1251 (broker 4.2.2) the bridge must accept only the member's epoch: the same commit fails K4.
+    k4 = judged["verdicts"]["bridged-held-commit-4.2.2"]["invariants"]["K4"]
+    classic = [f for f in k4["violations"] if f["evidence"].get("classic")]
+    assert k4["status"] == "fail" and [f["members"] for f in classic] == [[culprit]], (detail, k4["violations"])
+    assert classic[0]["evidence"]["commit_epoch"] < classic[0]["evidence"]["member_epoch"], classic
+
+
+def test_the_bridged_stale_commit_was_excused_by_d2_alone(judged):
+    # The mutant's stale classic commit is one more D2/member-epoch finding than the original's (the old
+    # judgement stopped there); K4 now fails it, naming the member and its JoinGroup answer.
+    inv, culprit, detail = judged["details"]["bridged-stale-commit"]
+    v, original = judged["verdicts"]["bridged-stale-commit"], judged["verdicts"]["mixed"]
+    assert v["allowed"]["D2/member-epoch"] == original["allowed"]["D2/member-epoch"] + 1, (v["allowed"], detail)
+    [f] = v["invariants"]["K4"]["violations"]
+    assert f["members"] == [culprit] and f["evidence"]["classic"] and f["evidence"]["join_wire_line"], f
