@@ -46,6 +46,14 @@ generation 4, since which its SyncGroup answers held every partition of it; brok
 (KIP-1251: the bridge validates a classic member's commit as a consumer member's), so K4 holds, and the
 same copy recorded as broker 4.2.2 (before KIP-1251) fails K4.
 
+``reference-java-librdkafka-sarama-4.4.0-migrate-to-consumer``: the ``migrate-to-consumer`` scenario
+(broker 4.4.0, seed 3) with the CI's group (m0-reference and m4-sarama classic, m1-reference, m2-java
+and m3-librdkafka bounced onto the consumer protocol). Classic m0-reference sent seven commits that the
+broker's bridge accepted from the generation before its epoch, 6-77 ms after the JoinGroup answer that
+gave it the new one, of partitions it held since before: KIP-1251's commits, the false alarm that had
+K4's first judgement of classic members reverted. The cell passes; recorded as broker 4.2.2 (before
+KIP-1251) the same commits fail K4.
+
 Mutants of the recorded runs (:data:`conformance.mutate.CONSUMER_PROTOCOL_MUTATIONS` on the mixed
 run, :data:`conformance.mutate.MIGRATION_MUTATIONS` on the classic-first and the refused runs;
 real frames and timing, one edit each) must each fail the invariant they name. All copies are
@@ -70,6 +78,7 @@ CLASSIC_FIRST = FIXTURES / "java-4.4.0-librdkafka-2.16.1-consumer-rolling-restar
 REFUSED = FIXTURES / "reference-java-librdkafka-4.4.0-refused-migration.tar.xz"
 CUSTOM_ASSIGNOR = FIXTURES / "sarama-1.61.1-reference-4.4.0-custom-assignor-upgrade.tar.xz"
 REFUSED_DOWNGRADE = FIXTURES / "reference-librdkafka-java-4.4.0-refused-downgrade.tar.xz"
+MIGRATED = FIXTURES / "reference-java-librdkafka-sarama-4.4.0-migrate-to-consumer.tar.xz"
 #: The recorded run each migration mutation edits (by copy name).
 MIGRATION_BASE = {"upgrade-despite-policy": "classic-first", "upgrade-despite-userdata": "classic-first",
                   "refusal-despite-policy": "refused", "refusal-without-userdata": "custom-assignor",
@@ -124,9 +133,10 @@ def recorded_copies(root: Path) -> dict[str, Path]:
     refused = unpack(REFUSED, root / "refused")
     custom = unpack(CUSTOM_ASSIGNOR, root / "custom-assignor")
     refused_downgrade = unpack(REFUSED_DOWNGRADE, root / "refused-downgrade")
+    migrated = unpack(MIGRATED, root / "migrated")
     runs = root / "runs"
     originals = {"mixed": mixed, "classic-first": classic_first, "refused": refused, "custom-assignor": custom,
-                 "refused-downgrade": refused_downgrade}
+                 "refused-downgrade": refused_downgrade, "migrated": migrated}
     dirs = {name: copy_run(run, runs / name) for name, run in originals.items()}
     for m in CONSUMER_PROTOCOL_MUTATIONS + MIGRATION_MUTATIONS:
         made = mutate(originals[MIGRATION_BASE.get(m.name, "mixed")], m, runs / m.name)
@@ -147,6 +157,11 @@ def recorded_copies(root: Path) -> dict[str, Path]:
     run.manifest["run_id"] += "~4.2.2"
     run.save()
     dirs["bridged-held-commit-4.2.2"] = runs / "bridged-held-commit-4.2.2"
+    run = RunEdit.load(copy_run(migrated, runs / "migrated-4.2.2"))
+    run.manifest["broker_version"] = "4.2.2"
+    run.manifest["run_id"] += "~4.2.2"
+    run.save()
+    dirs["migrated-4.2.2"] = runs / "migrated-4.2.2"
     # V1/migration-refused must not excuse a member that was admitted: m2-java's refused join is
     # answered with an epoch instead, and the member still stops on its fatal error.
     run = RunEdit.load(copy_run(refused, runs / "refused-then-admitted"))
@@ -264,3 +279,15 @@ def test_the_bridged_stale_commit_was_excused_by_d2_alone(judged):
     assert v["allowed"]["D2/member-epoch"] == original["allowed"]["D2/member-epoch"] + 1, (v["allowed"], detail)
     [f] = v["invariants"]["K4"]["violations"]
     assert f["members"] == [culprit] and f["evidence"]["classic"] and f["evidence"]["join_wire_line"], f
+
+
+def test_a_real_classic_members_kip1251_commits_pass_and_fail_before_kip1251(judged):
+    # The recorded migration: m0-reference (classic) committed from the generation before its bridged
+    # epoch, just after the JoinGroup answer that moved it, partitions it held since before. Broker 4.4.0
+    # accepted them and K4 holds (KIP-1251); the same run as broker 4.2.2 fails K4 on exactly those.
+    v = judged["verdicts"]["migrated"]
+    assert v["verdict"] == "pass" and v["malformed"] == [], (_failing(v), v["malformed"][:3])
+    k4 = judged["verdicts"]["migrated-4.2.2"]["invariants"]["K4"]
+    classic = [f for f in k4["violations"] if f["evidence"].get("classic")]
+    assert len(classic) == 7 and {m for f in classic for m in f["members"]} == {"m0-reference"}, k4["violations"]
+    assert all(f["evidence"]["commit_epoch"] == f["evidence"]["member_epoch"] - 1 for f in classic), classic
