@@ -1372,6 +1372,99 @@ def stale_epoch_commit(run: RunEdit) -> tuple[str | None, str]:
     raise NotApplicable("no accepted commit of a partition first assigned at the member's current epoch")
 
 
+# K4 for classic members in a consumer group: a stale commit the broker's bridge accepted (a mutation)
+# and the KIP-1251 commit it may accept (the neighbour tests/test_consumer_protocol_recorded.py applies).
+
+def _bridged_commits(run: RunEdit) -> Iterator[tuple[int, int, int, int | None, dict[TP, int | None]]]:
+    """The accepted commits of classic members (no ConsumerGroupHeartbeat of their member id) sent while a
+    consumer member was admitted within a session timeout before (the group a consumer group), at the
+    generation of the member id's last JoinGroup answer G, in wire order: (request index, response
+    index, G, the generation of the member id's JoinGroup answer before (None: none), each committed
+    partition -> the generation since which the member's SyncGroup answers held it without a break,
+    None when the last answer did not hold it). Answers from before the first
+    admitted heartbeat count at the generation of the last of them (the assignment epoch the broker
+    gives at the conversion)."""
+    names = {v: k for k, v in (run.manifest.get("topic_ids") or {}).items()}
+    consumer_ids = {f.get("member_id") for i in _heartbeats(run) for f in [run.wire[i]]}
+    admitted = [f["ts"] for i in _heartbeats(run) for f in [run.wire[i]] if _admitted(f)]
+    if not admitted:
+        return
+    converted = min(admitted)
+    joined: dict[str, int] = {}          # member id -> generation of its last JoinGroup answer
+    before: dict[str, int] = {}          # member id -> generation of the JoinGroup answer before that
+    since: dict[str, dict[TP, int]] = {}  # member name -> partition -> generation held since
+    synced_ids: dict[str, str] = {}       # member name -> the member id its answers belong to
+    for i, f in enumerate(run.wire):
+        api, member, mid = f.get("api"), f.get("member"), f.get("member_id")
+        if api == "JoinGroup" and f.get("direction") == "response" and not f.get("error_code") \
+                and isinstance(f.get("generation"), int) and mid not in consumer_ids:
+            if mid in joined and joined[mid] != f["generation"]:
+                before[mid] = joined[mid]
+            joined[mid] = f["generation"]
+            if synced_ids.get(member) != mid:
+                synced_ids[member], since[member] = mid, {}
+        elif api == "SyncGroup" and f.get("direction") == "request" and member in synced_ids:
+            j = run.response_of(i)
+            if j is None or run.wire[j].get("error_code") or not run.wire[j].get("assignment"):
+                continue
+            g = f.get("generation")
+            held = since[member]
+            now = _flat(decode_assignment(bytes.fromhex(run.wire[j]["assignment"])).assigned_partitions)
+            if run.wire[j]["ts"] < converted:
+                since[member] = {tp: g for tp in now}
+            else:
+                since[member] = {tp: held.get(tp, g) for tp in now}
+        elif api == "OffsetCommit" and f.get("direction") == "request" and mid in joined \
+                and f.get("generation") == joined[mid] \
+                and any(f["ts"] - run.session_ms <= t <= f["ts"] for t in admitted):
+            j = run.response_of(i)
+            if j is None or (run.wire[j].get("error_code") or 0) != 0 or \
+                    any(e for _t, _p, e in run.wire[j].get("partition_errors") or []):
+                continue
+            held = since.get(member, {}) if synced_ids.get(member) == mid else {}
+            tps = [(names.get(str(t), str(t)), int(p)) for t, p, _ in f.get("offsets") or []]
+            yield i, j, joined[mid], before.get(mid), {tp: held.get(tp) for tp in tps}
+
+
+def bridged_stale_commit(run: RunEdit) -> tuple[str | None, str]:
+    """K4 (a classic member in a consumer group). The broker's bridge accepts a classic member's commit
+    from a generation below its member epoch: the first accepted commit of a classic member in the
+    consumer group, at its epoch G, of a partition its SyncGroup answer of G gave it afresh, is sent
+    with its previous epoch (the generation of its JoinGroup answer before; request and response), which
+    KIP-1251's assignment epoch (G) does not cover either: a client that tags the new partitions'
+    commits with the generation it had before the rebalance."""
+    for i, j, g, prev, held in _bridged_commits(run):
+        fresh = [tp for tp, s in held.items() if s == g]
+        if prev is None or prev >= g or not fresh:
+            continue
+        f = run.wire[i]
+        f["generation"] = run.wire[j]["generation"] = prev
+        return f["member"], (f"{f['member']} (classic) commits {', '.join(map(_fmt, fresh))} with generation {prev} "
+                             f"at {f['ts']:.0f} (wire line {i + 1}) in the consumer group; its epoch was {g}, at "
+                             "which it got them; the broker accepts it")
+    raise NotApplicable("no accepted classic commit in a consumer group of a partition first assigned at the "
+                        "member's epoch")
+
+
+def bridged_held_commit(run: RunEdit) -> tuple[str | None, str]:
+    """K4's neighbour (not a mutation: K4 must still allow it on a broker from 4.3). The first accepted
+    commit of a classic member in the consumer group, at its epoch G, every partition of which its
+    SyncGroup answers held since an earlier generation, is sent from the latest of those generations
+    (request and response): KIP-1251 accepts a commit from an epoch between the partitions'
+    assignment epochs and the member's."""
+    for i, j, g, _prev, held in _bridged_commits(run):
+        if not held or any(s is None or s >= g for s in held.values()):
+            continue
+        f = run.wire[i]
+        e = max(held.values())
+        f["generation"] = run.wire[j]["generation"] = e
+        return f["member"], (f"{f['member']} (classic) commits {', '.join(map(_fmt, held))} with generation {e} at "
+                             f"{f['ts']:.0f} (wire line {i + 1}) in the consumer group; its epoch was {g}, and it "
+                             f"held them since generation {e} or before")
+    raise NotApplicable("no accepted classic commit in a consumer group of partitions held since an earlier "
+                        "generation")
+
+
 def _joins(run: RunEdit, answered: Callable[[dict], bool]) -> list[tuple[int, int]]:
     """(request index, response index) of the consumer-protocol joins (a ConsumerGroupHeartbeat at
     epoch 0) whose response ``answered`` says yes to, sent after a classic group formed (a JoinGroup
@@ -1752,6 +1845,7 @@ CONSUMER_PROTOCOL_MUTATIONS: tuple[Mutation, ...] = (
     Mutation("bridged-assignor", "K2", bridged_assignor),
     Mutation("unacknowledged-assignment", "K3", unacknowledged_assignment),
     Mutation("stale-epoch-commit", "K4", stale_epoch_commit),
+    Mutation("bridged-stale-commit", "K4", bridged_stale_commit),
     Mutation("handed-over-after-heard", "R2", handed_over_after_heard),
 )
 

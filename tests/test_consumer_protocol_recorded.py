@@ -47,6 +47,21 @@ others (by ConsumerGroupHeartbeat, and to m2 by the bridge's SyncGroup): four ov
 R2/fault-window finding whose removal is that handover. (Judged before the rule knew handovers: an
 R2 failure on the mixed-steady cells where a paused member was in a consumer group.)
 
+K4 judges the classic members' commits in the consumer group too (``D2/member-epoch`` leaves them to
+it): in the mixed run none of the accepted classic commits is behind its member's epoch. Its neighbour
+(:func:`conformance.mutate.bridged_held_commit`): m3-sarama's accepted commit at epoch 5 is sent from
+generation 4, since which its SyncGroup answers held every partition of it; broker 4.4.0 accepts that
+(KIP-1251: the bridge validates a classic member's commit as a consumer member's), so K4 holds, and the
+same copy recorded as broker 4.2.2 (before KIP-1251) fails K4.
+
+``reference-java-librdkafka-sarama-4.4.0-migrate-to-consumer``: the ``migrate-to-consumer`` scenario
+(broker 4.4.0, seed 3) with the CI's group (m0-reference and m4-sarama classic, m1-reference, m2-java
+and m3-librdkafka bounced onto the consumer protocol). Classic m0-reference sent seven commits that the
+broker's bridge accepted from the generation before its epoch, 6-77 ms after the JoinGroup answer that
+gave it the new one, of partitions it held since before: KIP-1251's commits, the false alarm that had
+K4's first judgement of classic members reverted. The cell passes; recorded as broker 4.2.2 (before
+KIP-1251) the same commits fail K4.
+
 Mutants of the recorded runs (:data:`conformance.mutate.CONSUMER_PROTOCOL_MUTATIONS` on the mixed
 run, :data:`conformance.mutate.MIGRATION_MUTATIONS` on the classic-first and the refused runs;
 real frames and timing, one edit each) must each fail the invariant they name. All copies are
@@ -59,7 +74,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.mutate import CONSUMER_PROTOCOL_MUTATIONS, MIGRATION_MUTATIONS, RunEdit, mutate
+from conformance.mutate import (CONSUMER_PROTOCOL_MUTATIONS, MIGRATION_MUTATIONS, Mutation, RunEdit,
+                                bridged_held_commit, mutate)
 from recorded import TEST_TIMEOUT, copy_run, unpack
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(TEST_TIMEOUT)]
@@ -71,8 +87,10 @@ REFUSED = FIXTURES / "reference-java-librdkafka-4.4.0-refused-migration.tar.xz"
 CUSTOM_ASSIGNOR = FIXTURES / "sarama-1.61.1-reference-4.4.0-custom-assignor-upgrade.tar.xz"
 REFUSED_DOWNGRADE = FIXTURES / "reference-librdkafka-java-4.4.0-refused-downgrade.tar.xz"
 PAUSED = FIXTURES / "reference-java-4.4.0-consumer-group-pause.tar.xz"
+MIGRATED = FIXTURES / "reference-java-librdkafka-sarama-4.4.0-migrate-to-consumer.tar.xz"
 #: The recorded run a mutation edits (by copy name), where it is not the mixed run.
-BASE = {"handed-over-after-heard": "paused","upgrade-despite-policy": "classic-first", "upgrade-despite-userdata": "classic-first",
+BASE = {"handed-over-after-heard": "paused", "upgrade-despite-policy": "classic-first",
+        "upgrade-despite-userdata": "classic-first",
                   "refusal-despite-policy": "refused", "refusal-without-userdata": "custom-assignor",
                   "classic-refusal-despite-policy": "refused-downgrade"}
 
@@ -126,9 +144,10 @@ def recorded_copies(root: Path) -> dict[str, Path]:
     custom = unpack(CUSTOM_ASSIGNOR, root / "custom-assignor")
     refused_downgrade = unpack(REFUSED_DOWNGRADE, root / "refused-downgrade")
     paused = unpack(PAUSED, root / "paused")
+    migrated = unpack(MIGRATED, root / "migrated")
     runs = root / "runs"
     originals = {"mixed": mixed, "classic-first": classic_first, "refused": refused, "custom-assignor": custom,
-                 "refused-downgrade": refused_downgrade, "paused": paused}
+                 "refused-downgrade": refused_downgrade, "paused": paused, "migrated": migrated}
     dirs = {name: copy_run(run, runs / name) for name, run in originals.items()}
     for m in CONSUMER_PROTOCOL_MUTATIONS + MIGRATION_MUTATIONS:
         made = mutate(originals[BASE.get(m.name, "mixed")], m, runs / m.name)
@@ -140,6 +159,20 @@ def recorded_copies(root: Path) -> dict[str, Path]:
         run.manifest["run_id"] += f"~{name}"
         run.save()
         dirs[name] = runs / name
+    # K4's neighbour: a classic member's KIP-1251 commit, accepted on 4.4.0; the same copy as broker 4.2.2.
+    held = mutate(mixed, Mutation("bridged-held-commit", "K4", bridged_held_commit), runs / "bridged-held-commit")
+    dirs["bridged-held-commit"] = held.path
+    DETAILS["bridged-held-commit"] = ("K4", held.culprit, held.detail)
+    run = RunEdit.load(copy_run(held.path, runs / "bridged-held-commit-4.2.2"))
+    run.manifest["broker_version"] = "4.2.2"
+    run.manifest["run_id"] += "~4.2.2"
+    run.save()
+    dirs["bridged-held-commit-4.2.2"] = runs / "bridged-held-commit-4.2.2"
+    run = RunEdit.load(copy_run(migrated, runs / "migrated-4.2.2"))
+    run.manifest["broker_version"] = "4.2.2"
+    run.manifest["run_id"] += "~4.2.2"
+    run.save()
+    dirs["migrated-4.2.2"] = runs / "migrated-4.2.2"
     # V1/migration-refused must not excuse a member that was admitted: m2-java's refused join is
     # answered with an epoch instead, and the member still stops on its fatal error.
     run = RunEdit.load(copy_run(refused, runs / "refused-then-admitted"))
@@ -243,3 +276,41 @@ def test_the_classic_mutants_fail_in_the_classic_period_not_by_a_rule(judged):
     for name, (inv, _edit) in CLASSIC_MUTANTS.items():
         result = judged["verdicts"][name]["invariants"][inv]
         assert [f for f in result["violations"] if f["allowed_by"] is None], (name, result)
+
+
+def test_a_classic_members_commit_from_an_epoch_it_held_its_partitions_since_is_kip1251s(judged):
+    # m3-sarama (classic) commits from generation 4 at epoch 5, every partition held since 4: broker
+    # 4.4.0 accepts it (KIP-1251 covers the bridge's classic members), so K4 holds and the cell passes;
+    # D2's generation order calls it stale and D2/member-epoch names K4 as its judge.
+    _inv, culprit, detail = judged["details"]["bridged-held-commit"]
+    v = judged["verdicts"]["bridged-held-commit"]
+    assert v["verdict"] == "pass" and v["invariants"]["K4"]["status"] == "pass", (detail, _failing(v))
+    excused = [f for f in v["invariants"]["D2"]["allowed"] if culprit in f["members"]]
+    assert any("JoinGroup answer through the broker's bridge" in f["message"] for f in excused), excused
+    # Before KIP-1251 (broker 4.2.2) the bridge must accept only the member's epoch: the same commit fails K4.
+    k4 = judged["verdicts"]["bridged-held-commit-4.2.2"]["invariants"]["K4"]
+    classic = [f for f in k4["violations"] if f["evidence"].get("classic")]
+    assert k4["status"] == "fail" and [f["members"] for f in classic] == [[culprit]], (detail, k4["violations"])
+    assert classic[0]["evidence"]["commit_epoch"] < classic[0]["evidence"]["member_epoch"], classic
+
+
+def test_the_bridged_stale_commit_was_excused_by_d2_alone(judged):
+    # The mutant's stale classic commit is one more D2/member-epoch finding than the original's (the old
+    # judgement stopped there); K4 now fails it, naming the member and its JoinGroup answer.
+    inv, culprit, detail = judged["details"]["bridged-stale-commit"]
+    v, original = judged["verdicts"]["bridged-stale-commit"], judged["verdicts"]["mixed"]
+    assert v["allowed"]["D2/member-epoch"] == original["allowed"]["D2/member-epoch"] + 1, (v["allowed"], detail)
+    [f] = v["invariants"]["K4"]["violations"]
+    assert f["members"] == [culprit] and f["evidence"]["classic"] and f["evidence"]["join_wire_line"], f
+
+
+def test_a_real_classic_members_kip1251_commits_pass_and_fail_before_kip1251(judged):
+    # The recorded migration: m0-reference (classic) committed from the generation before its bridged
+    # epoch, just after the JoinGroup answer that moved it, partitions it held since before. Broker 4.4.0
+    # accepted them and K4 holds (KIP-1251); the same run as broker 4.2.2 fails K4 on exactly those.
+    v = judged["verdicts"]["migrated"]
+    assert v["verdict"] == "pass" and v["malformed"] == [], (_failing(v), v["malformed"][:3])
+    k4 = judged["verdicts"]["migrated-4.2.2"]["invariants"]["K4"]
+    classic = [f for f in k4["violations"] if f["evidence"].get("classic")]
+    assert len(classic) == 7 and {m for f in classic for m in f["members"]} == {"m0-reference"}, k4["violations"]
+    assert all(f["evidence"]["commit_epoch"] == f["evidence"]["member_epoch"] - 1 for f in classic), classic

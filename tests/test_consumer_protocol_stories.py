@@ -45,6 +45,19 @@ def test_a_stale_commit_fails_k4_and_its_generation_order_is_d2s_allowed_finding
     assert v["evidence"]["commit_epoch"] == 2 and v["evidence"]["member_epoch"] == 3 and v["partitions"] == [["t", 0]]
 
 
+def test_k4_judges_a_classic_members_commit_against_its_bridged_epoch(judged):
+    # k4-classic: classic m2's generation-3 commit of t-0 (never its) after its bridged epoch 6 fails K4;
+    # k4-classic-held-allowed: the same commit of t-2, held since generation 3, is KIP-1251's (broker
+    # 4.4.0): K4 holds; k4-classic-before-kip1251: that commit on broker 4.2.2 fails K4.
+    for name, tp in (("k4-classic", ["t", 0]), ("k4-classic-before-kip1251", ["t", 2])):
+        cell = judged[f"break-{name}"]
+        assert set(_not_passing(cell)) == {"K4"} and cell["allowed"]["D2/member-epoch"] == 1, _not_passing(cell)
+        (v,) = cell["invariants"]["K4"]["violations"]
+        assert v["partitions"] == [tp] and v["evidence"]["classic"] and v["evidence"]["member_epoch"] == 6, v
+    cell = judged["break-k4-classic-held-allowed"]
+    assert cell["verdict"] == "pass" and cell["allowed"]["D2/member-epoch"] == 1, _not_passing(cell)
+
+
 def test_a_fence_starts_a_new_stint(judged):
     # k1: after FENCED_MEMBER_EPOCH m3 rejoins at epoch 0 and gets epoch 4: one finding, the stale request.
     (v,) = judged["break-k1"]["invariants"]["K1"]["violations"]

@@ -127,6 +127,40 @@ def k4(b: CooperativeRun) -> Path:
     return m3_leaves(b)
 
 
+@story(fails=("K4", ["the broker accepted classic member m2's commit of t-0 from generation 3 in a consumer group "
+                     "when its member epoch was 6"]), members=MEMBERS)
+def k4_classic(b: CooperativeRun) -> Path:
+    """Classic m2 rejoins through the broker's bridge at 25 s (epoch 6: t-2, t-3); at 26 s the broker
+    accepts its commit of t-0 from generation 3, a partition m2 never held (m1's), so KIP-1251's
+    assignment epoch does not cover it: the bridge must refuse it (ILLEGAL_GENERATION)."""
+    b.through_steady()
+    m3_joins(b)
+    m2_rejoins_bridged(b)
+    b.commit("m2", 26000, 3, [(T, 0, 100)])
+    return m3_leaves(b)
+
+
+@story(members=MEMBERS)
+def k4_classic_held_allowed(b: CooperativeRun) -> Path:
+    """As k4-classic, but m2's generation-3 commit is of t-2, which it has held since generation 3
+    (the conversion at 20 s gave it that assignment epoch; the bridge's answer of epoch 6 kept it):
+    KIP-1251 (broker 4.4.0) accepts a commit from an epoch between the two. D2's generation order
+    calls it stale, D2/member-epoch says whose epoch it is, and K4 holds."""
+    b.through_steady()
+    m3_joins(b)
+    m2_rejoins_bridged(b)
+    b.commit("m2", 26000, 3, [(T, 2, 100)])
+    return m3_leaves(b)
+
+
+@story(fails=("K4", ["the broker accepted classic member m2's commit of t-2 from generation 3 in a consumer group "
+                     "when its member epoch was 6"]), members=MEMBERS, broker_version="4.2.2")
+def k4_classic_before_kip1251(b: CooperativeRun) -> Path:
+    """k4-classic-held-allowed on broker 4.2.2, before KIP-1251: the bridge must accept only the
+    member's epoch, so the generation-3 commit of t-2 it accepted at 26 s is stale."""
+    return k4_classic_held_allowed(b)
+
+
 @story(members=MEMBERS)
 def k_consumer_member_allowed(b: CooperativeRun) -> Path:
     """m3 joins the settled group at 20 s by ConsumerGroupHeartbeat, gets epoch 2 and nothing to

@@ -38,6 +38,28 @@ group and the L1/D2 rules that say so.
   the commit was sent). On brokers from 4.3 (KIP-1251) a commit from an
   earlier epoch is valid for a partition the member was assigned at that epoch
   or before and still holds; only the other partitions are findings.
+  Classic members in a consumer group are judged too (the commits D2 leaves
+  to K4 under ``D2/member-epoch``): a member id that sends no
+  ConsumerGroupHeartbeat, committing while the group is a consumer group (its
+  request inside a consumer period). The broker's bridge answers its
+  JoinGroup with its member epoch as the generation and validates its commits
+  against that epoch as a consumer member's (``ConsumerGroup.
+  validateOffsetCommit``, the error ILLEGAL_GENERATION instead of
+  STALE_MEMBER_EPOCH; read in 4.4.0's bytecode), so its epoch at a commit is
+  the generation of the last JoinGroup answer without error that its member id
+  got before sending it. KIP-1251 covers it too (from 4.3; the same bytecode
+  runs the assignment-epoch validator for both kinds of member), with the
+  assignment epochs read from its SyncGroup answers (each carries the
+  assignment of its request's generation; the answers of the member since its
+  member id's first JoinGroup answer): a partition's epoch is the generation of
+  the first answer of an unbroken run of answers that hold it, and every answer
+  from before the consumer period counts at the generation of the last of them
+  (converting a classic group, the broker gives every member's partitions the
+  classic generation as their assignment epoch: ``ConsumerGroup.
+  fromClassicGroup``). Measured on the five recorded KIP-848 runs of
+  fixtures/client-behaviour that have classic commits in a consumer group
+  (31,556 accepted partition commits) and a real migrate-to-consumer cell
+  (2,304): none is behind its member's epoch.
 - K5: online migration follows the broker's policy. A consumer-protocol join
   (a heartbeat at epoch 0) that meets a live classic group (outside every
   consumer period, with a classic member answered without error within a
@@ -276,12 +298,18 @@ def check_k4(t: Tables) -> list[dict]:
                                    & (F.coalesce("error_code", F.lit(0)) == 0))
                 .join(stale.select("run", "member_id").distinct(), ["run", "member_id"])
                 .select("run", "member_id", "line", "ts", "member_epoch", "assigned"))
-    stale_rows, assigned = t.collect_many(stale.join(t.cells.select("run", "broker_version"), "run"), assigned)
-    if not stale_rows:
+    classic, answers = _stale_classic_commits(t)
+    versions = t.cells.select("run", "broker_version")
+    stale_rows, assigned, classic_rows, answers = t.collect_many(stale.join(versions, "run"), assigned,
+                                                                 classic.join(versions, "run"), answers)
+    if not stale_rows and not classic_rows:
         return []
     history: dict[tuple, list] = defaultdict(list)
     for a in sorted(assigned, key=lambda a: a["line"]):
         history[(a["run"], a["member_id"])].append(a)
+    synced: dict[tuple, list] = defaultdict(list)
+    for a in sorted(answers, key=lambda a: a["line"]):
+        synced[(a["run"], a["member"])].append(a)
     groups: dict[tuple, list] = defaultdict(list)
     for r in stale_rows:
         tp = (r["topic"], r["partition"])
@@ -289,15 +317,74 @@ def check_k4(t: Tables) -> list[dict]:
             since = _held_since(history[(r["run"], r["member_id"])], tp, r["ts"])
             if since is not None and since <= r["generation"]:
                 continue   # KIP-1251: assigned at or before the commit's epoch and still held
-        groups[(r["run"], r["member"], r["member_id"], r["line"], r["ts"], r["generation"], r["current"])].append(tp)
+        groups[(r["run"], r["member"], r["member_id"], r["line"], r["ts"], r["generation"], r["current"], None)
+               ].append(tp)
+    for r in classic_rows:
+        tp = (r["topic"], r["partition"])
+        if _version(r["broker_version"]) >= ASSIGNMENT_EPOCH_COMMITS_FROM:
+            mine = [a for a in synced[(r["run"], r["member"])] if a["ts"] >= r["first_join_ts"]]
+            since = _held_since(_at_conversion(mine, r["c_start"]), tp, r["ts"])
+            if since is not None and since <= r["generation"]:
+                continue   # KIP-1251, as for a consumer member: its SyncGroup answers held it since
+        groups[(r["run"], r["member"], r["member_id"], r["line"], r["ts"], r["generation"], r["current"],
+                r["join_line"])].append(tp)
     out = []
-    for (run, member, member_id, line, ts, epoch, cur), parts in sorted(groups.items(), key=lambda kv: kv[0][4]):
-        out.append(violation(
-            "K4", run, f"the broker accepted {member}'s commit of {fmt_tps(parts)} from epoch {epoch} when the "
-            f"member's epoch was {cur} (a stale-epoch commit must be refused: STALE_MEMBER_EPOCH)",
-            members=[member], generation=epoch, partitions=[list(p) for p in parts], ts=ts,
-            evidence={"wire_line": line, "member_id": member_id, "commit_epoch": epoch, "member_epoch": cur}))
+    for (run, member, member_id, line, ts, epoch, cur, join_line), parts in sorted(groups.items(),
+                                                                                key=lambda kv: kv[0][4]):
+        evidence = {"wire_line": line, "member_id": member_id, "commit_epoch": epoch, "member_epoch": cur}
+        if join_line is None:
+            message = (f"the broker accepted {member}'s commit of {fmt_tps(parts)} from epoch {epoch} when the "
+                       f"member's epoch was {cur} (a stale-epoch commit must be refused: STALE_MEMBER_EPOCH)")
+        else:
+            message = (f"the broker accepted classic member {member}'s commit of {fmt_tps(parts)} from generation "
+                       f"{epoch} in a consumer group when its member epoch was {cur} (its JoinGroup answer at wire "
+                       f"line {join_line}; a stale generation must be refused: ILLEGAL_GENERATION)")
+            evidence.update(classic=True, join_wire_line=join_line)
+        out.append(violation("K4", run, message, members=[member], generation=epoch,
+                             partitions=[list(p) for p in parts], ts=ts, evidence=evidence))
     return out
+
+
+def _stale_classic_commits(t: Tables):
+    """K4's classic members (module docstring): the per-partition rows of accepted commits of member ids
+    that send no ConsumerGroupHeartbeat, sent inside a consumer period (``c_start``: its start) from a
+    generation below the member's epoch then (``current``: the generation of the member id's last
+    JoinGroup answer without error before the commit, answered at ``join_line``; ``first_join_ts``:
+    its first one); and the SyncGroup answers without error of the members that made them (run,
+    member, line, ts, member_epoch: the request's generation, assigned: the decoded partitions)."""
+    ok = (t.commits.where((F.col("error_code") == 0) & (F.col("generation") >= 0))
+          .join(consumer_member_ids(t).select("run", "member_id"), ["run", "member_id"], "left_anti"))
+    ok = in_consumer_period(t, ok).where(F.col("period").isNotNull())
+    joined = (t.frames.where((F.col("api") == "JoinGroup") & (F.col("direction") == "response")
+                             & (F.coalesce("error_code", F.lit(0)) == 0) & F.col("generation").isNotNull())
+              .select("run", "member_id", F.col("ts").alias("j_ts"), F.col("line").alias("j_line"),
+                      F.col("generation").alias("j_generation")))
+    stale = (ok.join(joined, ["run", "member_id"]).where(F.col("j_ts") < F.col("ts"))
+             .groupBy("run", "member", "member_id", "line", "ts", "generation", "topic", "partition")
+             .agg(F.max_by(F.struct("j_generation", "j_line"), "j_line").alias("j"),
+                  F.min("j_ts").alias("first_join_ts"), F.first("period.c_start").alias("c_start"))
+             .where(F.col("generation") < F.col("j.j_generation"))
+             .select("run", "member", "member_id", "line", "ts", "generation", "topic", "partition",
+                     F.col("j.j_generation").alias("current"), F.col("j.j_line").alias("join_line"),
+                     "first_join_ts", "c_start"))
+    answers = (t.assignments.where((F.col("source") == "received") & (F.coalesce("error_code", F.lit(0)) == 0)
+                                   & F.col("generation").isNotNull() & F.col("decode_error").isNull())
+               .join(stale.select("run", "member").distinct(), ["run", "member"])
+               .select("run", "member", "line", "ts", F.col("generation").alias("member_epoch"),
+                       F.coalesce("partitions", F.array()).alias("assigned")))
+    return stale, answers
+
+
+def _at_conversion(answers: list, c_start: float) -> list:
+    """A classic member's SyncGroup answers (line order) as :func:`_held_since` reads them in the consumer
+    period that starts at ``c_start``: each answer from before the period counts at the generation of
+    the last of them, the assignment epoch the broker gives every partition when it converts the
+    classic group (``ConsumerGroup.fromClassicGroup``)."""
+    before = [a for a in answers if a["ts"] < c_start]
+    if not before:
+        return answers
+    converted = before[-1]["member_epoch"]
+    return [{**a.asDict(), "member_epoch": converted} if a["ts"] < c_start else a for a in answers]
 
 
 def _classic_members_at(t: Tables, joins):

@@ -17,8 +17,12 @@ Allowed anomalies, each with its reason:
   (:func:`conformance.pipeline.consumer_group.consumer_periods`), carries a
   member epoch: when generation order would call it stale, it is an allowed
   finding (rule D2/member-epoch), one per member and epoch, and K4 judges it
-  against the member's own epoch. "Committed offsets never go backwards"
-  holds for every commit, of either protocol.
+  against the member's own epoch: a consumer-protocol member's from its
+  ConsumerGroupHeartbeat responses, a classic member's (behind the broker's
+  bridge) from its JoinGroup answers, with KIP-1251's assignment epochs from
+  its heartbeat responses or its SyncGroup answers
+  (:func:`conformance.pipeline.checks.consumer.check_k4`). "Committed offsets
+  never go backwards" holds for every commit, of either protocol.
 - V1: the end of observation is the scenario's end (teardown follows it),
   and convergence is measured from the last fault before it; a member killed
   by the nemesis is not a crash; a member still running at the end of an
@@ -177,11 +181,13 @@ def check_d2(t: Tables) -> list[dict]:
                              evidence={"wire_line": r["line"], "current_generation": r["current"]}))
     for r in epochs:
         parts = [[x["topic"], x["partition"]] for x in r["tps"]]
-        why = ("a consumer-protocol member" if r["consumer"] else
-               f"sent while {', '.join(r['period']['consumers'])} made the group a consumer group")
+        why, judge = (("a consumer-protocol member", "K4 judges it against the epochs of its heartbeat responses")
+                      if r["consumer"] else
+                      (f"sent while {', '.join(r['period']['consumers'])} made the group a consumer group",
+                       "K4 judges it against the generation of its last JoinGroup answer through the broker's bridge"))
         out.append(violation("D2", r["run"], f"{r['n']} accepted commit(s) of {r['member']} from epoch {r['generation']} "
                              f"after generation {r['current']} had formed: {why}, so {r['generation']} is the "
-                             "member's own epoch (K4 judges it)", members=[r["member"]], generation=r["generation"],
+                             f"member's own epoch ({judge})", members=[r["member"]], generation=r["generation"],
                              partitions=parts, ts=r["ts"],
                              evidence={"first_wire_line": r["line"], "commits": r["n"],
                                        "last_classic_generation": r["current"], "consumer_member": r["consumer"]},

@@ -96,7 +96,9 @@ _RULES: tuple[Rule, ...] = (
          "commit was sent by a consumer-protocol member or while the group was a KIP-848 consumer group",
          "KIP-848: there the commit's generation is the committing member's own epoch, not a group-wide "
          "generation; members' epochs differ, so the order of generations says nothing of staleness. K4 judges "
-         "those commits against the member's own epoch, as the broker must."),
+         "those commits against the member's own epoch, as the broker must: a consumer-protocol member's from "
+         "its heartbeat responses, a classic member's from its JoinGroup answers through the broker's bridge "
+         "(KIP-1251's assignment epochs from its heartbeat responses or SyncGroup answers, from broker 4.3)."),
     Rule("R2/fault-window", "R2",
          "an overlap that begins and ends inside a fault window of the owner that kept the partition (the one "
          "whose ownership began first) or of the broker (the fault's invocation to its heal plus a session timeout "
