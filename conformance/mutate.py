@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from conformance import config, wirelog
-from conformance.faults import LOG_LINES, TIMED_DEAD_LOOKING, WINDOW_LINES
+from conformance.faults import FAULTS, GRACEFUL_STOP_LINES, LOG_LINES, STOP_LINES, TIMED_DEAD_LOOKING, WINDOW_LINES
 from conformance.protocol import (Assignment, DecodeError, Subscription, TopicPartitions, decode_assignment,
                                   decode_subscription, encode_assignment, encode_subscription)
 from conformance.reference.codes import GROUP_ID_NOT_FOUND, INCONSISTENT_GROUP_PROTOCOL
@@ -102,6 +102,8 @@ class RunEdit:
         for member, events in self.histories.items():
             _write_jsonl(self.path / "members" / f"{member}.jsonl", events)
         _write_jsonl(self.path / "wire.jsonl", self.wire)
+        if (self.path / "nemesis.jsonl").is_file():
+            _write_jsonl(self.path / "nemesis.jsonl", self.nemesis)
 
     # -- what the run is ---------------------------------------------------
     @property
@@ -1789,6 +1791,95 @@ def declared_after_lost(run: RunEdit) -> tuple[str | None, str]:
     raise NotApplicable("no cooperative rejoin declaring a partition held for over a second either side")
 
 
+# -- L1's exemptions bound to their evidence (issue 38): a leader that never synced ------------------
+#: The toxic's lines and the pause's lines, and the graceful stop's, from the table of faults.
+_TOXIC_ADD, _TOXIC_REMOVE = (line.name for line in FAULTS["toxic"].lines)
+_PAUSE, _RESUME = (line.name for line in FAULTS["pause"].lines)
+(_TERMINATE,) = GRACEFUL_STOP_LINES
+
+
+def _unsynced_leader(run: RunEdit) -> tuple[str, int, float, float]:
+    """Remove the leader's SyncGroup (request and answer) of the first generation it led and synced
+    with two members or more, whose leader no fault window touches, that is neither stopped, killed nor
+    leaving, and whose history goes on, from a minute before its JoinGroup response until its SyncGroup
+    was due (the response plus the rebalance timeout, the cell's max.poll.interval.ms, as L1 reads it):
+    a leader that went silent for no reason the run shows. (leader, generation, its JoinGroup response
+    ts, the ts of the request that response answered.)"""
+    rebalance_ms = run.timing("max_poll_interval_ms", config.MAX_POLL_INTERVAL_MS)
+    for i in _leader_syncs(run):
+        req = run.wire[i]
+        leader, gen = req.get("member"), req.get("generation")
+        joined = [j for j in run.frames("JoinGroup", "response") if j < i and run.wire[j].get("member") == leader
+                  and run.wire[j].get("generation") == gen and not run.wire[j].get("error_code")]
+        if not joined or run.wire[joined[0]].get("leader") != run.wire[joined[0]].get("member_id"):
+            continue
+        resp_ts = run.wire[joined[0]]["ts"]
+        asked = [run.wire[j]["ts"] for j in run.frames("JoinGroup", "request")
+                 if run.wire[j].get("member") == leader and run.wire[j]["ts"] <= resp_ts]
+        due = resp_ts + rebalance_ms
+        stops = [f for f in run.nemesis if f.get("target") == leader and f.get("fault") in STOP_LINES
+                 and resp_ts - 60_000 <= f["ts"] <= due]
+        leaves = [f for f in run.wire if f.get("member") == leader and f.get("api") == "LeaveGroup"
+                  and resp_ts - 60_000 <= f["ts"] <= due]
+        alive = any(e["ts"] > due for e in run.histories.get(leader, []))
+        if stops or leaves or not alive or not asked or not run.quiet(resp_ts - 60_000, due, [leader]):
+            continue
+        answer = run.response_of(i)
+        run.wire = [f for k, f in enumerate(run.wire) if k not in (i, answer)]
+        return leader, gen, resp_ts, asked[-1]
+    raise NotApplicable("no leader SyncGroup of a leader alive, unfaulted and not leaving until its sync was due")
+
+
+def _log(run: RunEdit, ts: float, fault: str, target: str, phase: str = "invoke", **details: Any) -> None:
+    """Insert a nemesis line (as the nemesis writes it) at ``ts``, in time order."""
+    line = {"ts": ts, "fault": fault, "target": target, "phase": phase, "details": details}
+    at = next((k for k, f in enumerate(run.nemesis) if f["ts"] > ts), len(run.nemesis))
+    run.nemesis.insert(at, line)
+
+
+def leader_unsynced_under_latency(run: RunEdit) -> tuple[str | None, str]:
+    """L1 (rule L1/fault-hit-leader narrowed). The leader never sends its SyncGroup, and the only fault
+    near is a 100 ms latency toxic on its path from 20 ms after its JoinGroup response, for 3 s (chaos's
+    smallest latency pick). The old rule excused any fault line against the leader between the join and
+    the next one; 100 ms silences nobody (the toxic rule), so nothing excuses a leader that stayed
+    silent. The leader's SyncGroup is removed as :func:`_unsynced_leader` says."""
+    leader, gen, resp_ts, _asked = _unsynced_leader(run)
+    toxic = f"{leader}-latency"
+    _log(run, resp_ts + 20, _TOXIC_ADD, leader, type="latency", stream="downstream", attributes={"latency": 100},
+         toxic=toxic)
+    _log(run, resp_ts + 3020, _TOXIC_REMOVE, leader, phase="heal", toxic=toxic)
+    return leader, (f"leader {leader} of generation {gen} sent no SyncGroup; a 100 ms latency toxic on its path "
+                    f"from {resp_ts + 20:.0f} for 3 s")
+
+
+def leader_unsynced_after_stop(run: RunEdit) -> tuple[str | None, str]:
+    """L1 (rule L1/leader-stopping narrowed). The runner asked the leader to stop before the JoinGroup
+    it was elected by (2 s before, or halfway from its last start when that is later), and the leader,
+    alive, neither synced nor left nor exited before its SyncGroup was due (a client whose close hangs
+    while it leads). The old rule excused a leader stopped
+    at any earlier time; a stop asked for is no excuse without the LeaveGroup or exit it should bring.
+    The leader's SyncGroup is removed as :func:`_unsynced_leader` says."""
+    leader, gen, _resp_ts, asked = _unsynced_leader(run)
+    # After the leader's last start (a stop before it was over by then), at most 2 s before the JoinGroup.
+    started = [f["ts"] for f in run.nemesis if f.get("target") == leader and f.get("fault") == "start"
+               and f["ts"] < asked]
+    stop_ts = max([asked - 2000] + [(s + asked) / 2 for s in started[-1:]])
+    _log(run, stop_ts, _TERMINATE, leader)
+    return leader, (f"leader {leader} of generation {gen} sent no SyncGroup and did not leave; the runner had "
+                    f"asked it to stop at {stop_ts:.0f}, {(asked - stop_ts) / 1000:.1f} s before its JoinGroup")
+
+
+def leader_unsynced_paused(run: RunEdit) -> tuple[str | None, str]:
+    """Not a mutation that must fail: the still-allowed neighbour of :func:`leader_unsynced_under_latency`.
+    The leader is paused 20 ms after its JoinGroup response, past its session timeout (resumed a session
+    timeout and 3 s later), and never sends its SyncGroup: a fault that silences it while its SyncGroup
+    was due, which L1/fault-hit-leader rightly excuses."""
+    leader, gen, resp_ts, _asked = _unsynced_leader(run)
+    _log(run, resp_ts + 20, _PAUSE, leader)
+    _log(run, resp_ts + 20 + run.session_ms + 3000, _RESUME, leader, phase="heal")
+    return leader, f"leader {leader} of generation {gen} paused from {resp_ts + 20:.0f} and sent no SyncGroup"
+
+
 @dataclass(frozen=True)
 class Mutation:
     """One anomaly class: its name, the invariant that must fail, and the edit (see the module docstring)."""
@@ -1807,6 +1898,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("forgotten-claim", "E5", forgotten_claim),
     Mutation("declared-after-lost", "E5", declared_after_lost),
     Mutation("leader-sync-missing-member", "L1", leader_sync_missing_member),
+    Mutation("leader-unsynced-under-latency", "L1", leader_unsynced_under_latency),
+    Mutation("leader-unsynced-after-stop", "L1", leader_unsynced_after_stop),
     Mutation("partition-assigned-twice", "L2", partition_assigned_twice),
     Mutation("unbalanced-final", "L3", unbalanced_final),
     Mutation("needless-moves", "L4", needless_moves),

@@ -184,7 +184,7 @@ def l1_consumer_group_allowed(b: CooperativeRun) -> Path:
     return m3_leaves(b)
 
 
-@story(fails=("L1", ["leader m2 of generation 6 sent no SyncGroup assignments and no fault hit it"]),
+@story(fails=("L1", ["leader m2 of generation 6 sent no SyncGroup assignments and no fault silenced it"]),
        members=MEMBERS)
 def l1_consumer_group_gone(b: CooperativeRun) -> Path:
     """As l1-consumer-group-allowed, but m3 left at 22 s (epoch -1), so the group is classic again

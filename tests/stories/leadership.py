@@ -49,7 +49,7 @@ def l1(b: CooperativeRun) -> Path:
     return _after_generation_2_without_sync(b)
 
 
-@story(fails=("L1", ["sent no SyncGroup assignments and no fault hit it"]))
+@story(fails=("L1", ["sent no SyncGroup assignments and no fault silenced it"]))
 def l1_nosync(b: CooperativeRun) -> Path:
     """The leader of generation 2 sends no SyncGroup at all, and nothing stopped it."""
     b.opening()
@@ -59,8 +59,23 @@ def l1_nosync(b: CooperativeRun) -> Path:
 
 @story()
 def l1_nosync_allowed(b: CooperativeRun) -> Path:
-    """As l1-nosync, but m1 was being terminated (10.9 s) when generation 2 formed: allowed by
-    L1/leader-stopping."""
+    """As l1-nosync, but m1 was being terminated (10.9 s) when generation 2 formed and sends its
+    LeaveGroup 45 ms after its JoinGroup response (11.05 s), long before its SyncGroup was due
+    (11.005 s + the 30 s rebalance timeout): allowed by L1/leader-stopping."""
+    b.opening()
+    b.generation_2()
+    b.fault(10900, "terminate", "m1")
+    b.frame(11050, "m1", "LeaveGroup", "request", members=[{"member_id": b.mid("m1"), "group_instance_id": None}])
+    return _after_generation_2_without_sync(b)
+
+
+@story(fails=("L1", ["leader m1 of generation 2 sent no SyncGroup assignments and no fault silenced it or the "
+                     "coordinator and it neither left nor exited before its SyncGroup was due"]))
+def l1_stopping_never_left(b: CooperativeRun) -> Path:
+    """As l1-nosync-allowed, but m1 never leaves: the runner's terminate (10.9 s) came before the
+    JoinGroup that elected it, and m1 goes on committing and rejoining, alive and silent past the
+    time its SyncGroup was due. A stop asked for is no excuse without the LeaveGroup or exit it
+    should bring."""
     b.opening()
     b.generation_2()
     b.fault(10900, "terminate", "m1")
@@ -75,6 +90,19 @@ def l1_pause_allowed(b: CooperativeRun) -> Path:
     b.generation_2()
     b.fault(11050, "pause", "m1")
     b.fault(23000, "resume", "m1", phase="heal")
+    return _after_generation_2_without_sync(b)
+
+
+@story(fails=("L1", ["leader m1 of generation 2 sent no SyncGroup assignments and no fault silenced it"]))
+def l1_latency_not_silencing(b: CooperativeRun) -> Path:
+    """The leader of generation 2 gets a 100 ms latency toxic 50 ms after the join (for 3 s) and
+    sends no SyncGroup. 100 ms delays each request; it never keeps one from the coordinator (the
+    toxic rule: a session timeout less a heartbeat, 9 s, would), so nothing silenced the leader."""
+    b.opening()
+    b.generation_2()
+    b.fault(11050, "toxic-add", "m1", type="latency", stream="downstream", attributes={"latency": 100},
+            toxic="m1-latency")
+    b.fault(14050, "toxic-remove", "m1", phase="heal", toxic="m1-latency")
     return _after_generation_2_without_sync(b)
 
 
@@ -114,7 +142,7 @@ def l1_killed_leader_allowed(b: CooperativeRun) -> Path:
     return _after_generation_2_without_sync(b)
 
 
-@story(fails=("L1", ["leader m1 of generation 2 sent no SyncGroup assignments and no fault hit it"]))
+@story(fails=("L1", ["leader m1 of generation 2 sent no SyncGroup assignments and no fault silenced it"]))
 def l1_killed_leader(b: CooperativeRun) -> Path:
     """As l1-killed-leader-allowed, but generation 2 names m1's new instance leader, which does not sync."""
     b.m1_leads_alone()

@@ -8,7 +8,7 @@ from pyspark.sql import functions as F
 
 from conformance import config
 from conformance.faults import (BY_TOXIC_RULE, DEAD_LOOKING, DELAY_ATTRIBUTES, DELAYING_TOXIC, HEAL_OF, HEALED_BY_NEXT_LINE,
-                                LOG_LINES, SILENCING_TOXICS, TIMED_DEAD_LOOKING)
+                                LOG_LINES, SILENCING_TOXICS, STOP_LINES, TIMED_DEAD_LOOKING)
 from conformance.pipeline.checks.rules import RULES
 
 if TYPE_CHECKING:
@@ -85,11 +85,12 @@ def formed_by_end(t: Tables):
 
 
 def fault_windows(t: Tables):
-    """(run, fault, target, w_start, w_end, t0, lasted_ms) during which ``target`` (a member, or ``broker``)
-    may look dead to the group: from a :data:`DEAD_LOOKING` fault's invocation to its heal (the run's end
-    when nothing healed it) plus a session timeout and a heartbeat, the time the group and the member
-    need to notice; ``t0`` is the run's start (messages give times from it), ``lasted_ms`` the fault's
-    own length (invocation to heal). Built once per Tables (R2, R3, R4, D3 and P1 read it)."""
+    """(run, fault, target, w_start, w_end, healed_ts, t0, lasted_ms) during which ``target`` (a member,
+    or ``broker``) may look dead to the group: from a :data:`DEAD_LOOKING` fault's invocation to its heal
+    (``healed_ts``; the run's end when nothing healed it) plus a session timeout and a heartbeat, the time
+    the group and the member need to notice; ``t0`` is the run's start (messages give times from it),
+    ``lasted_ms`` the fault's own length (invocation to heal). Built once per Tables (R2, R3, R4, D3, P1
+    and L1 read it)."""
     return t.shared("fault_windows", lambda: _build_fault_windows(t))
 
 
@@ -144,6 +145,7 @@ def _build_fault_windows(t: Tables):
             .select("run", "fault", "target", "w_start",
                     (F.greatest(F.coalesce("heal_ts", "run_end_ts"), F.col("w_start"))
                      + F.col("session_ms") + F.col("heartbeat_ms")).alias("w_end"),
+                    F.greatest(F.coalesce("heal_ts", "run_end_ts"), F.col("w_start")).alias("healed_ts"),
                     F.coalesce("start_ts", F.lit(0.0)).alias("t0"),
                     (F.greatest(F.coalesce("heal_ts", "run_end_ts"), F.col("w_start")) - F.col("w_start"))
                     .alias("lasted_ms")))
@@ -171,3 +173,30 @@ def window_text(w) -> str:
     """One line for an excusing fault window (a ``window`` struct of :func:`split_by_fault_windows`)."""
     return (f"{w['fault']} of {w['target']} at {(w['w_start'] - w['t0']) / 1000:.1f} s, window to "
             f"{(w['w_end'] - w['t0']) / 1000:.1f} s (heal + session timeout + heartbeat; seconds from the run's start)")
+
+
+#: Lines whose target member dies (a kill): it is gone, without leaving, until its next ``start`` line.
+_DYING = tuple(n for n in STOP_LINES if LOG_LINES[n].dies)
+
+
+def silencing_spans(t: Tables):
+    """(run, fault, target, f_start, f_end): each fault that can silence ``target`` (a member, the broker,
+    everyone) while it is in force: a fault window's fault (:func:`fault_windows`: dead-looking, a toxic
+    only by the toxic rule) from its invocation to its heal, and a kill from its line to its member's next
+    ``start`` line (the run's end when none). A fault that cannot silence its target (an ``add-partitions``,
+    a latency below the toxic rule, a graceful stop, a start) is not one. Built once per Tables (L1 reads it)."""
+    def build():
+        dead = fault_windows(t).select("run", "fault", "target", F.col("w_start").alias("f_start"),
+                                       F.col("healed_ts").alias("f_end"))
+        kills = (t.nemesis.where((F.col("phase") == "invoke") & F.col("fault").isin(*_DYING))
+                 .select("run", "fault", "target", F.col("ts").alias("f_start")))
+        starts = t.nemesis.where(F.col("fault") == "start").select("run", F.col("target").alias("s_target"),
+                                                                   F.col("ts").alias("s_ts"))
+        killed = (kills.join(starts, (kills["run"] == starts["run"]) & (F.col("s_target") == F.col("target"))
+                             & (F.col("s_ts") > F.col("f_start")), "left")
+                  .groupBy(kills["run"], "fault", "target", "f_start").agg(F.min("s_ts").alias("s_ts"))
+                  .join(t.run_end, "run")
+                  .select("run", "fault", "target", "f_start",
+                          F.greatest(F.coalesce("s_ts", "run_end_ts"), F.col("f_start")).alias("f_end")))
+        return dead.unionByName(killed)
+    return t.shared("silencing_spans", build)

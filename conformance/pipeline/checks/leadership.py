@@ -6,12 +6,23 @@ by name (the tap owner of a member id), since ids change on restart.
 
 Scope and allowed findings (each rule named in :mod:`conformance.pipeline.checks.rules`):
 - L1: a generation whose leader never sent SyncGroup is an allowed finding
-  when a fault hit the leader (or the broker / everyone) between that
-  generation's join and the next one (rule L1/fault-hit-leader: the leader
-  died or was cut off before it could sync); when its leader was already
-  being stopped (terminate or kill, not started again since) when the
-  generation formed (rule L1/leader-stopping: a closing client elected
-  leader on its way out rightly abandons the round); and when its leader is
+  when a fault that can silence the leader or the coordinator (a fault
+  window's fault of the leader, the broker or everyone: dead-looking, a toxic
+  only by the toxic rule; or a kill of the leader, until its next start:
+  :func:`conformance.pipeline.checks.common.silencing_spans`) was in force at
+  some time between the leader's JoinGroup response and when its SyncGroup
+  was due, that response plus the rebalance timeout (every harness sends the
+  cell's max.poll.interval.ms as its JoinGroup's rebalance timeout) (rule
+  L1/fault-hit-leader: the leader died or was cut off before it could sync; a
+  100 ms latency, an ``add-partitions``, a start or a fault after the sync was
+  due excuse nothing); when the leader's own way out came between the
+  JoinGroup request it was elected by and when its SyncGroup was due: its
+  LeaveGroup on the wire, the runner's stop or kill of it, or its history's
+  end by a stop or a kill, without a fatal error of its own (a crash is no
+  way out: it is the client's failure) (rule L1/leader-stopping: a closing client
+  elected leader on its way out rightly abandons the round; a stop asked for
+  earlier, with the leader still alive and silent when the sync was due, is
+  not excused); and when its leader is
   a killed instance's member id, unseen on the wire since the member started
   again (rule L1/dead-leader-id; seen: the reference member killed while its
   JoinGroup was pending, restarted under a new id; the broker kept the dead
@@ -84,7 +95,7 @@ from pyspark.sql import functions as F
 
 from conformance import config
 from conformance.faults import STOP_LINES
-from conformance.pipeline.checks.common import fmt_tps, formed_by_end, timing, violation
+from conformance.pipeline.checks.common import fmt_tps, formed_by_end, silencing_spans, timing, violation
 from conformance.pipeline.consumer_group import bridged_generations
 from conformance.pipeline.derived import Tables, is_cooperative
 
@@ -169,8 +180,8 @@ def _clip(text: str, limit: int = 160) -> str:
 
 
 def check_l1(t: Tables) -> list[dict]:
-    gens = (t.generations.join(t.run_end, "run", "left")
-            .join(timing(t.cells).select("run", "session_ms", "complete"), "run", "left"))
+    tm = timing(t.cells).select("run", "session_ms", "max_poll_ms", "complete")
+    gens = t.generations.join(t.run_end, "run", "left").join(tm.drop("max_poll_ms"), "run", "left")
     view = generation_member_ids(t).withColumnRenamed("ids", "view")
     sync = leader_sync(t).groupBy("run", "generation").agg(F.collect_set("subject_member_id").alias("assigned"))
     faults = t.nemesis.where(F.col("phase") == "invoke").select("run", F.col("ts").alias("f_ts"), "target", "fault")
@@ -180,26 +191,61 @@ def check_l1(t: Tables) -> list[dict]:
     g = t.shared("l1-generations", lambda: gens.join(view, ["run", "generation"], "left")
                  .join(sync, ["run", "generation"], "left").join(bridged, ["run", "generation"], "left"))
     window_end = F.coalesce("next_join_ts", "run_end_ts")
-    during = (g.join(faults, "run")
-              .where((F.col("f_ts") >= F.col("join_ts") - 1) & (F.col("f_ts") <= window_end)
+    # When the leader's SyncGroup was due: its own JoinGroup response of the generation (the generation's
+    # first response when the leader's is not on the wire) plus the rebalance timeout, which every
+    # harness sets to the cell's max.poll.interval.ms (the coordinator waits that long for the sync).
+    # ``asked_ts``: the leader's JoinGroup request that response answered (its last one before it).
+    joins = t.frames.where(F.col("api") == "JoinGroup").select("run", F.col("member").alias("leader"), "ts",
+                                                               "direction", "generation", "error_code")
+    answered = (joins.where((F.col("direction") == "response") & (F.coalesce("error_code", F.lit(0)) == 0))
+                .groupBy("run", "leader", "generation").agg(F.min("ts").alias("l_resp_ts")))
+    asked = joins.where(F.col("direction") == "request").select(
+        F.col("run").alias("q_run"), F.col("leader").alias("q_leader"), F.col("ts").alias("q_ts"))
+    resp = (g.select("run", "generation", "leader", "join_ts").join(answered, ["run", "leader", "generation"], "left")
+            .withColumn("resp_ts", F.coalesce("l_resp_ts", "join_ts")))
+    due = t.shared("l1-sync-due", lambda: (
+        resp.join(asked, (F.col("q_run") == F.col("run")) & (F.col("q_leader") == F.col("leader"))
+                  & (F.col("q_ts") <= F.col("resp_ts")), "left")
+        .groupBy("run", "generation", "leader", "resp_ts").agg(F.max("q_ts").alias("asked_ts"))
+        .join(tm, "run")
+        .select("run", "generation", "leader", "resp_ts", F.coalesce("asked_ts", "resp_ts").alias("asked_ts"),
+                (F.col("resp_ts") + F.col("max_poll_ms")).alias("due_ts"))))
+    # L1/fault-hit-leader: a fault that can silence the leader or the coordinator in force at some time
+    # between the leader's JoinGroup response and when its SyncGroup was due.
+    during = (due.join(silencing_spans(t), "run")
+              .where((F.col("f_start") <= F.col("due_ts")) & (F.col("f_end") >= F.col("resp_ts") - 1)
                      & (F.col("target").isin("broker", "all") | (F.col("target") == F.col("leader"))))
-              .select("run", "generation", "fault", "f_ts", F.lit("L1/fault-hit-leader").alias("rule")))
+              .select("run", "generation", "fault", F.col("f_start").alias("f_ts"),
+                      F.lit("L1/fault-hit-leader").alias("rule")))
+    # L1/leader-stopping: the leader's own way out after the JoinGroup it was elected by and before its
+    # SyncGroup was due: its LeaveGroup on the wire, the runner's stop or kill of it, or its history's end
+    # by a stop or a kill (not the run's end, nor a crash or a stop after a fatal error of its own: a leader
+    # that died of its own bug was not on its way out, V1 and L1 both judge it).
+    leaves = (t.frames.where((F.col("api") == "LeaveGroup") & (F.col("direction") == "request"))
+              .select("run", F.col("member").alias("leader"), F.col("ts").alias("f_ts"), F.lit("LeaveGroup").alias("fault")))
+    stops = (t.nemesis.where((F.col("phase") == "invoke") & F.col("fault").isin(*_STOPS))
+             .select("run", F.col("target").alias("leader"), F.col("ts").alias("f_ts"), "fault"))
+    exits = (t.incarnations.where(F.col("end_kind").isin("stopped", "killed") & (F.coalesce("had_fatal", F.lit(0)) == 0))
+             .select("run", F.col("member").alias("leader"), F.col("end_ts").alias("f_ts"),
+                     F.concat(F.lit("exit ("), F.col("end_kind"), F.lit(")")).alias("fault")))
+    stopping = (due.join(leaves.unionByName(stops).unionByName(exits), ["run", "leader"])
+                .where((F.col("f_ts") >= F.col("asked_ts")) & (F.col("f_ts") <= F.col("due_ts")))
+                .select("run", "generation", "fault", "f_ts", F.lit("L1/leader-stopping").alias("rule")))
     starts = faults.where(F.col("fault") == "start").select("run", F.col("target").alias("s_target"),
                                                             F.col("f_ts").alias("s_ts"))
     # The leader's id was last on the wire before the member started again: the id is the stopped
     # instance's (a restarted client joins under a new member id), elected while its JoinGroup was pending.
     id_last = (t.frames.where(F.col("member_id").isNotNull()).groupBy("run", "member_id")
                .agg(F.max("ts").alias("id_last_ts")).withColumnRenamed("member_id", "leader_id"))
-    stopping = (g.join(faults.where(F.col("fault").isin(*_STOPS)), "run")
-                .where((F.col("target") == F.col("leader")) & (F.col("f_ts") < F.col("join_ts") - 1))
-                .join(starts, (g["run"] == starts["run"]) & (F.col("s_target") == F.col("target"))
-                      & (F.col("s_ts") > F.col("f_ts")) & (F.col("s_ts") <= F.col("join_ts")), "left")
-                .groupBy(g["run"], "generation", "leader_id", "f_ts", "fault").agg(F.min("s_ts").alias("s_ts"))
-                .join(id_last, ["run", "leader_id"], "left")
-                .where(F.col("s_ts").isNull() | ~F.coalesce(F.col("id_last_ts") >= F.col("s_ts"), F.lit(False)))
-                .select("run", "generation", "fault", "f_ts",
-                        F.when(F.col("s_ts").isNull(), "L1/leader-stopping").otherwise("L1/dead-leader-id").alias("rule")))
-    hit = (during.unionByName(stopping).groupBy("run", "generation")
+    dead_id = (g.join(faults.where(F.col("fault").isin(*_STOPS)), "run")
+               .where((F.col("target") == F.col("leader")) & (F.col("f_ts") < F.col("join_ts") - 1))
+               .join(starts, (g["run"] == starts["run"]) & (F.col("s_target") == F.col("target"))
+                     & (F.col("s_ts") > F.col("f_ts")) & (F.col("s_ts") <= F.col("join_ts")))
+               .groupBy(g["run"], "generation", "leader_id", "f_ts", "fault").agg(F.min("s_ts").alias("s_ts"))
+               .join(id_last, ["run", "leader_id"], "left")
+               .where(~F.coalesce(F.col("id_last_ts") >= F.col("s_ts"), F.lit(False)))
+               .select("run", "generation", "fault", "f_ts", F.lit("L1/dead-leader-id").alias("rule")))
+    hit = (during.unionByName(stopping).unionByName(dead_id).groupBy("run", "generation")
            .agg(F.sort_array(F.collect_list(F.struct("f_ts", "fault", "rule"))).alias("faults")))
     # What the leader sent instead, if anything: a SyncGroup naming another generation, in the window.
     # (Its response is the leader's next SyncGroup response of that generation: the tap copies a request's
@@ -232,7 +278,8 @@ def check_l1(t: Tables) -> list[dict]:
             .agg(F.transform(F.sort_array(F.collect_list(F.struct("e_ts", "error"))), lambda e: e["error"])
                  .alias("leader_errors")))
     rows = t.collect(g.join(hit, ["run", "generation"], "left").join(stray, ["run", "generation"], "left")
-                     .join(said, ["run", "generation"], "left"))
+                     .join(said, ["run", "generation"], "left")
+                     .join(due.select("run", "generation", "resp_ts", "due_ts"), ["run", "generation"], "left"))
     out = []
     for r in rows:
         run, gen = r["run"], r["generation"]
@@ -264,15 +311,23 @@ def check_l1(t: Tables) -> list[dict]:
                 evidence = {"leader_id": r["leader_id"], "sync_generation": stray["generation"],
                             "sync_ts": stray["ts"], "sync_error_code": stray["error_code"]}
             evidence["faults"] = [{"fault": f["fault"], "ts": f["f_ts"], "rule": f["rule"]} for f in faults]
+            evidence.update(leader_join_response_ts=r["resp_ts"], sync_due_ts=r["due_ts"])
             if faults and stray is None:
                 # The leader could not sync: a named rule excuses it (the first fault that applies).
                 first = faults[0]
                 out.append(violation("L1", run, f"leader {leader} of generation {gen} {what}: {first['fault']} of it "
-                                     f"at {first['f_ts']:.0f}", members=[r["leader"]], generation=gen, ts=r["join_ts"],
+                                     f"at {first['f_ts']:.0f}, its SyncGroup due at {r['due_ts']:.0f}",
+                                     members=[r["leader"]], generation=gen, ts=r["join_ts"],
                                      evidence=evidence, allowed_by=first["rule"]))
                 continue
             # A leader that synced another generation was alive and talking: no fault excuses that.
-            cause = "no fault hit it" if not faults else f"a {faults[0]['fault']} does not excuse a leader that synced"
+            if faults:
+                cause = f"a {faults[0]['fault']} does not excuse a leader that synced"
+            elif stray is not None:
+                cause = "no fault hit it"
+            else:
+                cause = ("no fault silenced it or the coordinator and it neither left nor exited before its "
+                         f"SyncGroup was due at {r['due_ts']:.0f}")
             if r["leader_errors"]:
                 errors = list(r["leader_errors"])
                 evidence["leader_errors"] = errors

@@ -61,13 +61,19 @@ _RULES: tuple[Rule, ...] = (
          "an assignment only when the client's callback runs, and a new rebalance can begin before it does (seen: "
          "Sarama 1.61.1 rejoined 93 ms after a SyncGroup response, before ConsumerGroupHandler.Setup ran for it)."),
     Rule("L1/fault-hit-leader", "L1",
-         "a generation whose leader sent no SyncGroup when a fault hit that leader or the broker between the "
-         "generation's join and the next join",
+         "a generation whose leader sent no SyncGroup when a fault that can silence that leader or the coordinator "
+         "(dead-looking, a toxic only by the toxic rule, or a kill of the leader until its next start) was in "
+         "force between the leader's JoinGroup response and when its SyncGroup was due (that response plus the "
+         "rebalance timeout, the cell's max.poll.interval.ms)",
          "A leader killed, paused or cut off before it could sync cannot send SyncGroup; the coordinator "
-         "times the round out and rebalances (KIP-62 rebalance timeout)."),
+         "times the round out after the rebalance timeout and rebalances (KIP-62). A fault that silences nobody "
+         "(a 100 ms latency, add-partitions) or comes after the sync was due explains nothing."),
     Rule("L1/leader-stopping", "L1",
-         "a generation whose leader was being stopped (terminate or kill, not started again) when it formed",
-         "A closing client elected leader on its way out rightly abandons the round (LeaveGroup follows)."),
+         "a generation whose leader sent no SyncGroup when, between the JoinGroup request it was elected by and "
+         "when its SyncGroup was due, it sent its LeaveGroup, the runner stopped or killed it, or its history "
+         "ended by a stop or a kill (not a crash, nor a stop after a fatal error of its own)",
+         "A closing client elected leader on its way out rightly abandons the round: its LeaveGroup or exit is "
+         "the evidence; a stop asked for earlier, with the leader still there when the sync was due, is none."),
     Rule("L1/dead-leader-id", "L1",
          "a generation whose leader id belongs to an instance killed while its JoinGroup was pending, unseen "
          "on the wire since the member started again",
