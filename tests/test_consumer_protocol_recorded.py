@@ -62,6 +62,12 @@ gave it the new one, of partitions it held since before: KIP-1251's commits, the
 K4's first judgement of classic members reverted. The cell passes; recorded as broker 4.2.2 (before
 KIP-1251) the same commits fail K4.
 
+``...-migrate-to-consumer-seed-1``: the same scenario and group, seed 1. In teardown, after every
+consumer member had left, the broker still answered m4-sarama's JoinGroup as the bridge (no leader,
+no members; generation 13): the leaderless answer is the wire's own evidence of the bridge, after the
+group's first consumer period, so L1/consumer-group allows it (the classic-leaderless mutant: not
+before that period).
+
 Mutants of the recorded runs (:data:`conformance.mutate.CONSUMER_PROTOCOL_MUTATIONS` on the mixed
 run, :data:`conformance.mutate.MIGRATION_MUTATIONS` on the classic-first and the refused runs;
 real frames and timing, one edit each) must each fail the invariant they name. All copies are
@@ -88,6 +94,7 @@ CUSTOM_ASSIGNOR = FIXTURES / "sarama-1.61.1-reference-4.4.0-custom-assignor-upgr
 REFUSED_DOWNGRADE = FIXTURES / "reference-librdkafka-java-4.4.0-refused-downgrade.tar.xz"
 PAUSED = FIXTURES / "reference-java-4.4.0-consumer-group-pause.tar.xz"
 MIGRATED = FIXTURES / "reference-java-librdkafka-sarama-4.4.0-migrate-to-consumer.tar.xz"
+MIGRATED_SEED_1 = FIXTURES / "reference-java-librdkafka-sarama-4.4.0-migrate-to-consumer-seed-1.tar.xz"
 #: The recorded run a mutation edits (by copy name), where it is not the mixed run.
 BASE = {"handed-over-after-heard": "paused", "upgrade-despite-policy": "classic-first",
         "upgrade-despite-userdata": "classic-first",
@@ -128,7 +135,20 @@ def _classic_stale_commit(run: RunEdit) -> str:
     raise AssertionError("the recorded classic period has no accepted commit of its second generation")
 
 
-CLASSIC_MUTANTS = {"classic-nosync": ("L1", _classic_nosync), "classic-stale-commit": ("D2", _classic_stale_commit)}
+def _classic_leaderless(run: RunEdit) -> str:
+    """The first classic generation's JoinGroup responses name no leader, and its leader sends its
+    SyncGroup without assignments: a leaderless answer before the group was ever a consumer group is
+    no bridge's (L1/consumer-group must not excuse it)."""
+    gen, sync, i = _classic_leaders(run)[0]
+    sync["assignments"] = []
+    for f in run.wire:
+        if f.get("api") == "JoinGroup" and f.get("direction") == "response" and f.get("generation") == gen:
+            f["leader"] = ""
+    return f"generation {gen}'s JoinGroup responses name no leader and {sync['member']} syncs nothing (line {i + 1})"
+
+
+CLASSIC_MUTANTS = {"classic-nosync": ("L1", _classic_nosync), "classic-stale-commit": ("D2", _classic_stale_commit),
+                   "classic-leaderless": ("L1", _classic_leaderless)}
 
 
 #: What each mutant's edit did: (invariant it must fail, culprit or None, the edit's detail), filled
@@ -145,9 +165,11 @@ def recorded_copies(root: Path) -> dict[str, Path]:
     refused_downgrade = unpack(REFUSED_DOWNGRADE, root / "refused-downgrade")
     paused = unpack(PAUSED, root / "paused")
     migrated = unpack(MIGRATED, root / "migrated")
+    migrated_seed_1 = unpack(MIGRATED_SEED_1, root / "migrated-seed-1")
     runs = root / "runs"
     originals = {"mixed": mixed, "classic-first": classic_first, "refused": refused, "custom-assignor": custom,
-                 "refused-downgrade": refused_downgrade, "paused": paused, "migrated": migrated}
+                 "refused-downgrade": refused_downgrade, "paused": paused, "migrated": migrated,
+                 "migrated-seed-1": migrated_seed_1}
     dirs = {name: copy_run(run, runs / name) for name, run in originals.items()}
     for m in CONSUMER_PROTOCOL_MUTATIONS + MIGRATION_MUTATIONS:
         made = mutate(originals[BASE.get(m.name, "mixed")], m, runs / m.name)
@@ -222,6 +244,19 @@ def test_a_paused_member_of_a_consumer_group_loses_its_partitions_by_handover(ju
     how = sorted(f["evidence"]["removed_by"].split(" (")[0] for f in r2)
     assert how == ["the broker gave it to m0-reference on ConsumerGroupHeartbeat"] * 2 + [
         "the broker gave it to m1-java on ConsumerGroupHeartbeat", "the broker gave it to m2-java on SyncGroup"], how
+
+
+def test_a_leaderless_join_after_the_last_consumer_member_left_is_the_bridge(judged):
+    # migrate-to-consumer, seed 1: in teardown every consumer member has left, yet the broker answers
+    # m4-sarama's JoinGroup of generation 13 with no leader and no members (the group is still a consumer
+    # group), then REBALANCE_IN_PROGRESS to its SyncGroup as the runner stops it. Was an L1 failure
+    # ("leader None of generation 13 sent no SyncGroup assignments"); the wire's leaderless answer is
+    # the bridge's, after the group's first consumer period (classic-leaderless: not before it).
+    v = judged["verdicts"]["migrated-seed-1"]
+    assert v["verdict"] == "pass" and v["malformed"] == [], (_failing(v), v["malformed"][:3])
+    bridged = {f["generation"]: f["evidence"]["consumer_members"] for f in v["invariants"]["L1"]["allowed"]}
+    assert bridged[13] == [], bridged
+    assert all(members for gen, members in bridged.items() if gen != 13), bridged
 
 
 def test_a_refused_upgrade_keeps_the_group_classic_and_each_refused_member_stop_is_allowed(judged):

@@ -30,7 +30,7 @@ import pytest
 
 from conformance.mutate import (Mutation, leader_unsynced_after_stop, leader_unsynced_paused, leader_unsynced_under_latency,
                                 mutate)
-from recorded import unpack
+from recorded import rename, unpack
 
 pytestmark = [pytest.mark.slow]
 
@@ -52,7 +52,9 @@ def recorded_copies(root: Path) -> dict[str, Path]:
         tar.extractall(root / "original", filter="data")
     (original,) = (root / "original").iterdir()
     copies = {name: mutate(original, m, root / name).path for name, m in EDITS.items()}
+    # test_client_bugs judges the same recorded run: this copy gets a run id of its own.
     copies["left"] = unpack(LEFT_RUN, root / "left")
+    rename(copies["left"], "~leadership")
     return copies
 
 

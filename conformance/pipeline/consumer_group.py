@@ -22,7 +22,8 @@ the wire alone, when that is not the case. Pieces are built once per Tables
   classic group only once its last consumer member is gone).
 - :func:`bridged_generations`: the classic generations (successful JoinGroup
   responses) answered inside a consumer period, with the period and the
-  consumer members in the group then.
+  consumer members in the group then, and those answered with no leader (the
+  bridge's own answer, a consumer group even when no consumer member is left).
 - :func:`consumer_member_ids`: the member ids that spoke the consumer protocol.
 - :func:`join_answers`: the broker's answers to consumer-protocol joins (a
   request at epoch 0): admitted (an epoch > 0) or refused (GROUP_ID_NOT_FOUND:
@@ -154,19 +155,34 @@ def consumer_periods(t: Tables):
 
 
 def bridged_generations(t: Tables):
-    """(run, generation, b_ts, c_start, c_end, consumers): classic generations whose first successful
-    JoinGroup response (``b_ts``) came inside a consumer period: generations of the broker's classic
-    bridge, whose number is a member epoch and which no classic leader plans. A generation that
-    formed in a classic group keeps being judged as one, even when the bridge later answers a
-    member with the same number (seen: the group converted while classic generation 2 stood, and
-    the bridge gave a classic member epoch 2)."""
+    """(run, generation, b_ts, c_start, c_end, consumers): classic generations of the broker's classic
+    bridge, whose number is a member epoch and which no classic leader plans: those whose first
+    successful JoinGroup response (``b_ts``) came inside a consumer period, and those whose successful
+    JoinGroup responses all name no leader (a classic group always names one; a consumer group answers
+    a classic member with no leader and no members, Kafka's ``classicGroupJoinToConsumerGroup``) after
+    the group's first consumer period began, which the wire shows even when no consumer member is on it
+    any more (c_start, c_end null, consumers
+    empty: seen when the broker kept the group a consumer group after the last consumer member left).
+    A generation that formed in a classic group keeps being judged as one, even when the bridge later
+    answers a member with the same number (seen: the group converted while classic generation 2
+    stood, and the bridge gave a classic member epoch 2)."""
     def build():
         jr = t.frames.where((F.col("api") == "JoinGroup") & (F.col("direction") == "response")
                             & (F.coalesce("error_code", F.lit(0)) == 0) & F.col("generation").isNotNull())
-        first = jr.groupBy("run", "generation").agg(F.min("ts").alias("b_ts"))
+        first = jr.groupBy("run", "generation").agg(
+            F.min("ts").alias("b_ts"), F.max(F.length(F.coalesce("leader", F.lit("")))).alias("named"))
         p = consumer_periods(t)
-        return (first.join(p, "run").where((F.col("b_ts") >= F.col("c_start")) & (F.col("b_ts") <= F.col("c_end")))
-                .select("run", "generation", "b_ts", "c_start", "c_end", "consumers"))
+        in_period = (first.join(p, "run").where((F.col("b_ts") >= F.col("c_start")) & (F.col("b_ts") <= F.col("c_end")))
+                     .select("run", "generation", "b_ts", "c_start", "c_end", "consumers"))
+        # Only once the group has been a consumer group: before that, a leaderless answer is no bridge's.
+        since = p.groupBy("run").agg(F.min("c_start").alias("first_c_start"))
+        leaderless = (first.where(F.col("named") == 0).join(since, "run")
+                      .where(F.col("b_ts") > F.col("first_c_start"))
+                      .join(in_period.select("run", "generation"), ["run", "generation"], "left_anti")
+                      .select("run", "generation", "b_ts", F.lit(None).cast("double").alias("c_start"),
+                              F.lit(None).cast("double").alias("c_end"),
+                              F.array().cast("array<string>").alias("consumers")))
+        return in_period.unionByName(leaderless)
     return t.shared("bridged_generations", build)
 
 

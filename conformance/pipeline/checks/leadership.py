@@ -27,7 +27,8 @@ Scope and allowed findings (each rule named in :mod:`conformance.pipeline.checks
   again (rule L1/dead-leader-id; seen: the reference member killed while its
   JoinGroup was pending, restarted under a new id; the broker kept the dead
   id as leader until its session expired). A leader that sent a SyncGroup
-  for another generation instead was alive and talking: no rule excuses it,
+  for another generation instead, or one of this generation without
+  assignments, was alive and talking: no rule excuses it,
   and the violation names that generation (seen: librdkafka before 2.10
   sets its generation to -1 when a commit of the previous generation fails
   during the join, then syncs with -1; librdkafka issue 4059).
@@ -277,8 +278,14 @@ def check_l1(t: Tables) -> list[dict]:
             .groupBy("run", "generation")
             .agg(F.transform(F.sort_array(F.collect_list(F.struct("e_ts", "error"))), lambda e: e["error"])
                  .alias("leader_errors")))
+    # A SyncGroup of the generation itself that carried no assignments: the leader was alive and synced.
+    empty = (g.where(F.col("leader").isNotNull())
+             .join(sync.where(F.col("direction") == "request").withColumnRenamed("ts", "s_ts"), ["run", "leader"])
+             .where((F.col("s_ts") >= F.col("join_ts")) & (F.col("s_ts") <= window_end)
+                    & F.col("s_gen").eqNullSafe(F.col("generation")))
+             .groupBy("run", "generation").agg(F.min("s_ts").alias("empty_sync_ts")))
     rows = t.collect(g.join(hit, ["run", "generation"], "left").join(stray, ["run", "generation"], "left")
-                     .join(said, ["run", "generation"], "left")
+                     .join(empty, ["run", "generation"], "left").join(said, ["run", "generation"], "left")
                      .join(due.select("run", "generation", "resp_ts", "due_ts"), ["run", "generation"], "left"))
     out = []
     for r in rows:
@@ -295,15 +302,19 @@ def check_l1(t: Tables) -> list[dict]:
             if r["bridged"] is not None:
                 b = r["bridged"]
                 out.append(violation("L1", run, f"generation {gen} has no classic leader and no SyncGroup assignments: "
-                                     f"it formed while {', '.join(b['consumers'])} made the group a KIP-848 consumer "
-                                     "group, whose broker assigns", generation=gen, ts=r["join_ts"],
+                                     f"it formed while {_made_consumer_group(b['consumers'])}, whose broker assigns",
+                                     generation=gen, ts=r["join_ts"],
                                      evidence={"leader_id": r["leader_id"], "bridged_join_ts": b["b_ts"],
                                                "consumer_period": [b["c_start"], b["c_end"]],
                                                "consumer_members": list(b["consumers"])},
                                      allowed_by="L1/consumer-group"))
                 continue
             leader, stray, faults = r["leader"] or r["leader_id"], r["stray"], r["faults"] or []
-            if stray is None:
+            synced = stray is not None or r["empty_sync_ts"] is not None
+            if stray is None and r["empty_sync_ts"] is not None:
+                what = f"sent its SyncGroup of generation {gen} with no assignments"
+                evidence = {"leader_id": r["leader_id"], "sync_ts": r["empty_sync_ts"]}
+            elif stray is None:
                 what, evidence = "sent no SyncGroup assignments", {"leader_id": r["leader_id"]}
             else:
                 what = (f"sent its SyncGroup for generation {stray['generation']} instead"
@@ -312,7 +323,7 @@ def check_l1(t: Tables) -> list[dict]:
                             "sync_ts": stray["ts"], "sync_error_code": stray["error_code"]}
             evidence["faults"] = [{"fault": f["fault"], "ts": f["f_ts"], "rule": f["rule"]} for f in faults]
             evidence.update(leader_join_response_ts=r["resp_ts"], sync_due_ts=r["due_ts"])
-            if faults and stray is None:
+            if faults and not synced:
                 # The leader could not sync: a named rule excuses it (the first fault that applies).
                 first = faults[0]
                 out.append(violation("L1", run, f"leader {leader} of generation {gen} {what}: {first['fault']} of it "
@@ -320,10 +331,11 @@ def check_l1(t: Tables) -> list[dict]:
                                      members=[r["leader"]], generation=gen, ts=r["join_ts"],
                                      evidence=evidence, allowed_by=first["rule"]))
                 continue
-            # A leader that synced another generation was alive and talking: no fault excuses that.
+            # A leader that synced (another generation, or this one with nothing) was alive and talking:
+            # no fault excuses that.
             if faults:
                 cause = f"a {faults[0]['fault']} does not excuse a leader that synced"
-            elif stray is not None:
+            elif synced:
                 cause = "no fault hit it"
             else:
                 cause = ("no fault silenced it or the coordinator and it neither left nor exited before its "
@@ -412,11 +424,19 @@ def _ended_as_consumer_group(t: Tables):
     return t.shared("ended-as-consumer-group", build)
 
 
+def _made_consumer_group(consumers: list[str]) -> str:
+    """Why a bridged generation's group was a KIP-848 consumer group, for a message."""
+    if consumers:
+        return f"{', '.join(consumers)} made the group a KIP-848 consumer group"
+    return ("the group was a KIP-848 consumer group (the broker answered the JoinGroup with no leader and no "
+            "members, its classic bridge, after the last consumer member left)")
+
+
 def _final_state_not_judged(t: Tables, inv: str, what: str) -> list[dict]:
     """One allowed finding per run that ended as a consumer group (rule ``<inv>/consumer-group``)."""
     return [violation(inv, r["run"], f"{what} of the final generation is not judged: generation {r['generation']} "
-                      f"is the broker's classic bridge ({', '.join(r['consumers'])} made the group a KIP-848 "
-                      "consumer group), planned by no leader", generation=r["generation"],
+                      f"is the broker's classic bridge (formed while {_made_consumer_group(r['consumers'])}), "
+                      "planned by no leader", generation=r["generation"],
                       evidence={"bridged_generation": r["generation"], "last_classic_generation": r["last_classic"],
                                 "consumer_members": list(r["consumers"])},
                       allowed_by=f"{inv}/consumer-group")
