@@ -474,6 +474,21 @@ def _outside(t0: float, t1: float, windows: list[_Window]) -> tuple[float, float
     return total + max(0.0, t1 - cursor), max(longest, t1 - cursor)
 
 
+def _merge_into_resume(run: RunEdit, member: str, inside: list[int], resume_i: int) -> dict:
+    """Fold ``member``'s consumed batches ``inside`` (history indexes) into the batch at ``resume_i``
+    (its offsets widened to cover theirs, their counts added) and drop them: the records are still
+    consumed once, only later. Returns the resuming batch."""
+    events = run.histories[member]
+    resume = events[resume_i]
+    merged = [events[k] for k in inside] + [resume]
+    resume["first_offset"] = min(m["first_offset"] for m in merged)
+    resume["last_offset"] = max(m["last_offset"] for m in merged)
+    resume["count"] = sum(m["count"] for m in merged)
+    dropped = set(inside)
+    run.histories[member] = [e for k, e in enumerate(events) if k not in dropped]
+    return resume
+
+
 def _stall_across(run: RunEdit, keep: Callable[[_Window], bool], what: str) -> tuple[str | None, str]:
     """A member stops fetching one partition it owns around a run of the fault windows ``keep`` selects
     (its own or the broker's, each less than the bound after the previous one): it consumes nothing of it
@@ -509,12 +524,7 @@ def _stall_across(run: RunEdit, keep: Callable[[_Window], bool], what: str) -> t
             later = [k for k in cons if events[k]["ts"] > t1]
             if not inside or not later or not any(events[k]["ts"] <= t0 for k in cons):
                 continue
-            resume = events[later[0]]
-            merged = [events[k] for k in inside] + [resume]
-            resume["first_offset"] = min(m["first_offset"] for m in merged)
-            resume["last_offset"] = max(m["last_offset"] for m in merged)
-            resume["count"] = sum(m["count"] for m in merged)
-            run.histories[iv.member] = [e for k, e in enumerate(events) if k not in set(inside)]
+            resume = _merge_into_resume(run, iv.member, inside, later[0])
             faults = ", ".join(f"{w.fault} of {w.target} at {w.start:.0f}" for w in group)
             return iv.member, (f"{iv.member} consumed nothing of {_fmt(iv.tp)} from {t0:.0f} to {resume['ts']:.0f} "
                                f"({(resume['ts'] - t0) / 1000:.1f} s, across {faults}; {len(inside)} batch(es) "
@@ -724,12 +734,7 @@ def stalled_partition(run: RunEdit) -> tuple[str | None, str]:
         after = [k for k in cons if events[k]["ts"] > t0 + stall]
         if not inside or not after or not run.quiet(t0, events[after[0]]["ts"], [iv.member]):
             continue
-        resume = events[after[0]]
-        merged = [events[k] for k in inside] + [resume]
-        resume["first_offset"] = min(m["first_offset"] for m in merged)
-        resume["last_offset"] = max(m["last_offset"] for m in merged)
-        resume["count"] = sum(m["count"] for m in merged)
-        run.histories[iv.member] = [e for k, e in enumerate(events) if k not in set(inside)]
+        resume = _merge_into_resume(run, iv.member, inside, after[0])
         return iv.member, (f"{iv.member} consumed nothing of {_fmt(iv.tp)} from {t0:.0f} to {resume['ts']:.0f} "
                            f"({(resume['ts'] - t0) / 1000:.1f} s; {len(inside)} batch(es) merged into the resume)")
     raise NotApplicable(f"no ownership interval longer than {stall / 1000:.0f} s with consumption after such a stall")
