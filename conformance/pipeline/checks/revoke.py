@@ -253,7 +253,7 @@ def check_r2(t: Tables) -> list[dict]:
     bad, excused = t.collect_many(bad, excused)
     out = []
     for r in bad:
-        cases = sorted(r["cases"], key=lambda c: c["ov_start"])
+        cases = sorted(r["cases"], key=lambda c: (c["ov_start"], c["topic"], c["partition"]))
         parts = sorted({(c["topic"], c["partition"]) for c in cases})
         first = cases[0]
         out.append(violation("R2", r["run"], f"{r['m1']} and {r['m2']} both owned {fmt_tps(parts)}; first overlap "
@@ -344,7 +344,7 @@ def check_r3(t: Tables) -> list[dict]:
     leader_of = leaders_by_generation(leaders)
     out = []
     for r in bad:
-        cases = sorted(r["cases"], key=lambda c: c["ts"])
+        cases = sorted(r["cases"], key=lambda c: (c["ts"], c["topic"], c["partition"]))
         parts = sorted({(c["topic"], c["partition"]) for c in cases})
         # Who revoked it: the leader of the revoking generation, and whether the member had told it of the
         # partition only without a generation (what franz-go's balancer does not read).
