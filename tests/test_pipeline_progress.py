@@ -5,7 +5,8 @@ topic t (4 partitions), the producer writing at the scenarios' rate (200
 records/s: a batch of 5 records to each partition every 100 ms, acknowledged
 as produced, until 90 s), each owner reading every batch 7 ms after it was
 acknowledged, and the manifest timing of the hand-made stories' (tests/stories/) (session 10 s,
-heartbeat 1 s, max poll 30 s, convergence bound 40 s: P1's bound).
+heartbeat 1 s, max poll 30 s); P1's bound for m2 is its own: the reference's 0.2 s fetch wait plus
+the 30 s max poll interval, 30.2 s.
 """
 
 from __future__ import annotations
@@ -48,12 +49,16 @@ def _story(root: Path, run_id: str, variant: str) -> Path:
     ``paused-outlived``: m2 is paused at 20 s for 5 s (inside its session: nothing moves); resumed,
     it reads t-2 again but never t-3 until it closes at 95 s: a stall of 80 s, and a pause shorter
     than the session opens no fault window: a violation.
-    ``paused-short``: m2 reads nothing of t-3 from 15 s to 56 s (41 s, one more than the bound); a
+    ``paused-short``: m2 reads nothing of t-3 from 15 s to 56 s (41 s, more than the bound); a
     5 s pause at 30 s, shorter than its session, would have cut that stall into stretches of 15 and
     10 s outside its window (to 46 s) but opens none: a violation.
     ``broker-twice``: the broker is restarted at 20 s (back at 25 s) and at 55 s (back at 60 s); m2
     reads nothing of t-3 from 15 s until it closes at 95 s. Outside the two windows (to 36 s and to
     71 s) lie 5, 19 and 24 s: none longer than the bound, 48 s in all: a violation.
+    ``rebalancing``: m2 reads nothing of t-3 from 15 s to 52 s (37 s). It sent its JoinGroup of
+    generation 4 at 20 s and was answered at 34.9 s (m1 rejoined late); the SyncGroup answer came at
+    35 s with the same assignment. 15 s of the stall is m2's own rebalance, 22 s lies outside it:
+    allowed (P1/rebalance).
     """
     b = CellBuilder(root, run_id, scenario=f"progress-{variant}", topics={T: 4})
     acts: list[tuple[float, int, object]] = []
@@ -119,6 +124,12 @@ def _story(root: Path, run_id: str, variant: str) -> Path:
             at(down, b.fault, down, "broker-restart", "broker")
             at(up, b.fault, up, "broker-restart", "broker", phase="heal")
         stalled[(T, 3)] = ("m2", 15000, float("inf"))
+    elif variant == "rebalancing":
+        at(20000, b.join, 4, 34900, "m1", {"m1": b.subscription("m1", owned=low, generation=3),
+                                            "m2": b.subscription("m2", owned=high, generation=3)},
+           sent={"m1": 20000, "m2": 20000})
+        at(35000, b.sync, 4, 35000, "m1", {"m1": low, "m2": high})
+        stalled[(T, 3)] = ("m2", 15000, 52000)
     elif variant != "clean":
         raise ValueError(variant)
 
@@ -151,7 +162,7 @@ def _story(root: Path, run_id: str, variant: str) -> Path:
     return b.write(END, start_ts=0.0)
 
 
-VARIANTS = ("clean", "stalled", "paused-long", "paused-outlived", "paused-short", "broker-twice")
+VARIANTS = ("clean", "stalled", "paused-long", "paused-outlived", "paused-short", "broker-twice", "rebalancing")
 
 
 @pytest.fixture(scope="module")
@@ -174,9 +185,11 @@ def test_a_stalled_partition_fails_p1_naming_partition_owner_and_length(judged) 
     [v] = p1["violations"]
     assert v["partitions"] == [["t", 3]] and v["culprit"] == "m2" and v["members"] == ["m2"]
     # m2 read t-3 last at 14.91 s (offsets up to 674); the next batch was acknowledged at 15.003 s; m2 revoked
-    # t-3 at 95.04 s, so every batch acknowledged until 55.04 s waited longer than the bound.
+    # t-3 at 95.04 s, so every batch acknowledged until 64.84 s waited longer than the bound.
     assert v["message"] == ("m2 owned t-3 from 11.2 s but consumed nothing from it for 80.0 s from 15.0 s "
-                            "(offsets 675-2679 were acknowledged by 55.0 s); bound 40.0 s"), v["message"]
+                            "(offsets 675-3169 were acknowledged by 64.8 s); bound 30.2 s (its fetch wait plus "
+                            "its max poll interval)"), v["message"]
+    assert v["evidence"]["bound_ms"] == 30200
     assert v["evidence"]["stall_ms"] == pytest.approx(95040 - 15003)
     assert v["evidence"]["ended_by"] == "revoked" and v["evidence"]["fault_windows"] == []
 
@@ -214,9 +227,20 @@ def test_back_to_back_windows_bound_the_total_stall(judged) -> None:
     [v] = p1["violations"]
     assert v["partitions"] == [["t", 3]] and v["culprit"] == "m2"
     assert [w["fault"] for w in v["evidence"]["fault_windows"]] == ["broker-restart", "broker-restart"]
-    # 15.003-20, 36-55 and 71-95.04 s lie outside the windows: 48 s in all, no piece above the 40 s bound.
+    # 15.003-20, 36-55 and 71-95.04 s lie outside the windows: 48 s in all, no piece above the 30.2 s bound.
     assert v["evidence"]["outside_fault_windows_ms"] == pytest.approx((20000 - 15003) + 19000 + (95040 - 71000))
-    assert "; 48.0 s of it outside the fault windows: broker-restart of broker at 20.0 s" in v["message"], v["message"]
+    assert "; 48.0 s of it outside the fault windows (broker-restart of broker at 20.0 s" in v["message"], v["message"]
+
+
+def test_a_stall_through_the_owners_own_rebalance_is_allowed(judged) -> None:
+    p1 = judged["rebalancing"]["invariants"]["P1"]
+    assert p1["status"] == "pass" and p1["violations"] == []
+    [a] = p1["allowed"]
+    assert a["allowed_by"] == "P1/rebalance" and a["partitions"] == [["t", 3]] and a["culprit"] == "m2"
+    # The stall runs from 15.003 s to m2's read at 52.007 s; m2's rebalance from 20 s to 35.005 s.
+    assert a["evidence"]["rebalances"] == [{"from_ts": 20000, "to_ts": 35005}]
+    assert a["evidence"]["outside_rebalances_ms"] == pytest.approx(a["evidence"]["stall_ms"] - 15005)
+    assert "no more than the bound of it lies outside its own rebalances (20.0-35.0 s)" in a["message"], a["message"]
 
 
 def test_the_time_outside_fault_windows_is_summed_over_the_stall() -> None:

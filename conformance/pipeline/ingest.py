@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import unquote, urlsplit
 
+from conformance.errors import UsageError
 from conformance.history import COMMON_FIELDS, EVENT_FIELDS
 from conformance.nemesis import FAULTS, PHASES
 from conformance.pipeline import producer, schemas
@@ -118,6 +119,7 @@ def stage(run_dirs: list[Path]) -> Staged:
             st.members.append({"run": run, "member": mem["name"], "spec": mem["spec"], "kind": mem["kind"],
                                "version": mem["version"], "strategies": list(mem["strategies"] or []),
                                "group_instance_id": mem["group_instance_id"], "faults": list(mem["faults"] or []),
+                               "fetch_max_wait_ms": _fetch_max_wait_ms(mem),
                                "protocol_of_chosen": _protocol_of_chosen(mem["kind"], mem["version"])})
         st.topics += [{"run": run, "topic": topic, "partitions": n} for topic, n in m["topics"].items()]
         _stage_nemesis(run, run_dir / "nemesis.jsonl", st)
@@ -142,6 +144,18 @@ def stage(run_dirs: list[Path]) -> Staged:
                 # Hadoop takes plain paths literally (a percent-encoded URI would not be found).
                 st.files.append({"uri": str(hist.resolve()), "run": run, "file": str(hist)})
     return st
+
+
+def _fetch_max_wait_ms(member: dict) -> float | None:
+    """The member's fetch long-poll wait: the manifest's, else (manifests before it was recorded) its
+    kind's from the registry; None for a kind the registry does not know."""
+    if member.get("fetch_max_wait_ms") is not None:
+        return float(member["fetch_max_wait_ms"])
+    from conformance.members.kinds import fetch_max_wait_ms
+    try:
+        return float(fetch_max_wait_ms(member["kind"])) if member.get("kind") else None
+    except UsageError:
+        return None
 
 
 def _protocol_of_chosen(kind: str | None, version: str | None) -> bool:

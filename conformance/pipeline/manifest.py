@@ -38,7 +38,7 @@ _SCALARS: dict[str, tuple[tuple[type, ...], str]] = {
 _MEMBER_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "spec": ((str,), "a string"), "kind": ((str,), "a string"), "version": ((str,), "a string"),
     "group_instance_id": ((str,), "a string"), "strategies": ((list,), "a list of strings"),
-    "faults": ((list,), "a list of strings"),
+    "faults": ((list,), "a list of strings"), "fetch_max_wait_ms": ((int, float), "a number"),
 }
 TIMING_FIELDS = ("session_timeout_ms", "heartbeat_interval_ms", "max_poll_interval_ms", "convergence_bound_ms",
                  "revoke_bound_ms")

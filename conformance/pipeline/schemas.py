@@ -42,6 +42,8 @@ CELLS = _s(
 MEMBERS = _s(("run", StringType()), ("member", StringType()), ("spec", StringType()), ("kind", StringType()),
              ("version", StringType()), ("strategies", ArrayType(StringType())), ("group_instance_id", StringType()),
              ("faults", ArrayType(StringType())),
+             # Its fetch long-poll wait (manifest; the kind registry's for a manifest without it).
+             ("fetch_max_wait_ms", DoubleType()),
              # The kind rebalances by the protocol of the assignor the group chose (not Java's rule).
              ("protocol_of_chosen", BooleanType()))
 TOPICS = _s(("run", StringType()), ("topic", StringType()), ("partitions", IntegerType()))

@@ -53,7 +53,7 @@ from conformance.errors import SuiteError
 from conformance.faults import FAULTS, Backend
 from conformance.history import now_ms
 from conformance.members.harness_config import HarnessConfig
-from conformance.members.kinds import library_version
+from conformance.members.kinds import fetch_max_wait_ms, library_version
 from conformance.members.spec import MemberSpec
 from conformance.nemesis import Nemesis, NemesisLog
 from conformance.rundir import RunDir
@@ -131,7 +131,9 @@ class CellRun:
                  "group_instance_id": s.config.group_instance_id,
                  "group_protocol": self._start_protocol(s.spec),
                  # The client library the member really ran (librdkafka inside confluent-kafka: 2.16.1 has 2.16.0).
-                 "library_version": library_version(s.spec.kind, s.spec.version)}
+                 "library_version": library_version(s.spec.kind, s.spec.version),
+                 # Its fetch long-poll wait, as its harness runs the client (P1's bound between polls).
+                 "fetch_max_wait_ms": fetch_max_wait_ms(s.spec.kind)}
                 for s in self.slots
             ],
             "migration_policy": sc.migration_policy,

@@ -18,6 +18,7 @@ Each module named in :data:`KIND_MODULES` provides::
     def command(version: str, config_path: Path) -> tuple[list[str], dict[str, str]]
     def supports_cooperative(version: str) -> bool
     def strategies_supported(version: str) -> list[str]
+    FETCH_MAX_WAIT_MS: int                    # the harness's fetch long-poll wait (the manifest records it; P1)
 
 and, for a kind whose releases come from a registry (see :mod:`conformance.members.versions`)::
 
@@ -74,6 +75,13 @@ def kind_module(kind: str) -> ModuleType:
         return importlib.import_module(KIND_MODULES[kind])
     except KeyError:
         raise UsageError(f"unknown member kind {kind!r}; known: {', '.join(KIND_MODULES)}") from None
+
+
+def fetch_max_wait_ms(kind: str) -> int:
+    """The longest ``kind``'s harness waits in one fetch for records to arrive (its client's fetch
+    long-poll setting as the harness runs it): what P1 allows between a record's acknowledgement and
+    a poll that must have fetched it. UsageError for an unknown kind."""
+    return int(kind_module(kind).FETCH_MAX_WAIT_MS)
 
 
 def library_version(kind: str, version: str) -> str | None:

@@ -44,6 +44,8 @@ OLDEST: str = "2.4.0"
 OLDEST_WHY: str = f"the Java harness runs kafka-clients {OLDEST} or later (KIP-429 listener API)"
 
 DEFAULT_VERSION = "4.4.0"
+#: The longest the member's fetch long-poll waits for records: Java's ``fetch.max.wait.ms`` default (the harness leaves it). P1 reads it.
+FETCH_MAX_WAIT_MS: int = 500
 #: kafka-clients releases tested with the harness, the default first.
 KNOWN_VERSIONS: tuple[str, ...] = ("4.4.0", "3.9.2", "2.8.2", "2.4.1")
 #: What ``setup --all`` installs and CI's contract test runs: the newest, the oldest patch of the

@@ -40,6 +40,8 @@ OLDEST_WHY = "the kafka-python harness supports kafka-python 2.0.0 or later (1.x
 HARNESS: Path = config.CLIENTS_DIR / "kafka-python" / "harness.py"
 
 DEFAULT_VERSION = "3.0.12"
+#: The longest the member's fetch long-poll waits for records: kafka-python's ``fetch_max_wait_ms`` default (the harness leaves it). P1 reads it.
+FETCH_MAX_WAIT_MS: int = 500
 #: Versions exercised by the harness tests against a real broker, the default first.
 KNOWN_VERSIONS: tuple[str, ...] = ("3.0.12", "2.3.3", "2.0.6")
 #: What ``setup --all`` installs: the newest, 2.3.3 (the harness tests) and the newest patch of the

@@ -10,13 +10,15 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from conformance import __version__
+from conformance import __version__, config
 from conformance.members.harness_config import STRATEGIES
 from conformance.members.kinds import Feature
 
 KIND = "reference"
 #: The suite's own version: the reference consumer has this one.
 DEFAULT_VERSION: str = __version__
+#: The longest the member's fetch long-poll waits for records: the reference consumer's Fetch ``max_wait_ms``. P1 reads it.
+FETCH_MAX_WAIT_MS: int = config.REFERENCE_FETCH_MAX_WAIT_MS
 KNOWN_VERSIONS: tuple[str, ...] = (DEFAULT_VERSION,)
 #: Everything the harness contract asks for (conformance/reference/member.py).
 FEATURES: tuple[Feature, ...] = tuple(Feature(name) for name in (

@@ -47,8 +47,8 @@ CATALOG: dict[str, tuple[Check, str]] = {
     "D1": (delivery.check_d1, "every acknowledged record is consumed at least once"),
     "D2": (delivery.check_d2, "committed offsets never go backwards; no stale-generation commit is accepted"),
     "D3": (delivery.check_d3, "duplicates are counted and attributed to a rebalance or fault"),
-    "P1": (progress.check_p1, "a live, unpaused owner consumes a partition with records available within the "
-                              "convergence bound"),
+    "P1": (progress.check_p1, "a live, unpaused owner consumes a partition with records available within its "
+                              "own bound (its fetch wait plus its max poll interval)"),
     "V1": (delivery.check_v1, "the group converges after the last fault; no member crashes"),
     "V2": (rebalances.check_v2, "after the last fault the group forms at most two generations per membership change"),
 }

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from conformance import config
 from conformance.faults import (BY_TOXIC_RULE, DEAD_LOOKING, DELAY_ATTRIBUTES, DELAYING_TOXIC, HEAL_OF, HEALED_BY_NEXT_LINE,
                                 LOG_LINES, SILENCING_TOXICS, STOP_LINES, TIMED_DEAD_LOOKING)
 from conformance.pipeline.checks.rules import RULES
+from conformance.reference.codes import REBALANCE_IN_PROGRESS
 
 if TYPE_CHECKING:
     from conformance.pipeline.derived import Tables
@@ -200,3 +202,36 @@ def silencing_spans(t: Tables):
                           F.greatest(F.coalesce("s_ts", "run_end_ts"), F.col("f_start")).alias("f_end")))
         return dead.unionByName(killed)
     return t.shared("silencing_spans", build)
+
+
+def rebalance_spans(t: Tables):
+    """(run, member, r_start, r_end): the times each member spent in a rebalance by its own wire, the
+    time a client may legitimately stop fetching the partitions it keeps. Classic: from the first of
+    a REBALANCE_IN_PROGRESS answer to it and its JoinGroup request, to its SyncGroup response (the
+    run's end when none came). Consumer protocol (KIP-848): from a ConsumerGroupHeartbeat answer that
+    gives it an assignment to its next heartbeat that reports what it owns (its reconciliation; the
+    run's end when none did). Built once per Tables (P1 reads it)."""
+    def build():
+        mark = (t.frames.where(F.col("member").isNotNull())
+                .select("run", "member", "ts",
+                        ((F.col("api") == "JoinGroup") & (F.col("direction") == "request")
+                         | ((F.col("direction") == "response") & (F.col("error_code") == REBALANCE_IN_PROGRESS)))
+                        .alias("opens"),
+                        ((F.col("api") == "SyncGroup") & (F.col("direction") == "response")).cast("int").alias("closes"))
+                .where(F.col("opens") | (F.col("closes") == 1)))
+        w = Window.partitionBy("run", "member").orderBy("ts").rowsBetween(Window.unboundedPreceding, -1)
+        rounds = mark.withColumn("round", F.coalesce(F.sum("closes").over(w), F.lit(0)))
+        classic = (rounds.groupBy("run", "member", "round")
+                   .agg(F.min(F.when(F.col("opens"), F.col("ts"))).alias("r_start"),
+                        F.max(F.when(F.col("closes") == 1, F.col("ts"))).alias("r_end"))
+                   .where(F.col("r_start").isNotNull()).drop("round"))
+        hb = t.heartbeats
+        given = hb.where((F.col("direction") == "response") & F.col("assigned").isNotNull()).select(
+            "run", "member", F.col("ts").alias("r_start"))
+        told = hb.where((F.col("direction") == "request") & F.col("owned").isNotNull()).select(
+            "run", "member", F.col("ts").alias("o_ts"))
+        reconciling = (given.join(told, ["run", "member"], "left").groupBy("run", "member", "r_start")
+                       .agg(F.min(F.when(F.col("o_ts") > F.col("r_start"), F.col("o_ts"))).alias("r_end")))
+        return (classic.unionByName(reconciling).join(t.run_end, "run")
+                .select("run", "member", "r_start", F.coalesce("r_end", "run_end_ts").alias("r_end")))
+    return t.shared("rebalance_spans", build)

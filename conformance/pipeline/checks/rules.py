@@ -159,6 +159,16 @@ _RULES: tuple[Rule, ...] = (
          "A paused member fetches nothing; a member cut off from the broker, or a broker being restarted, serves "
          "no fetch; after the heal the member needs up to a session timeout to learn whether it still owns the "
          "partition (KIP-429: lost partitions) before it fetches again or gives it up."),
+    Rule("P1/rebalance", "P1",
+         "a stall longer than the owner's bound whose time outside the owner's own rebalances (by its wire: from a "
+         "REBALANCE_IN_PROGRESS answer or its JoinGroup request to its SyncGroup response; as a consumer-protocol "
+         "member, from a heartbeat answer giving it an assignment to its next heartbeat reporting what it owns) "
+         "and outside the fault windows of P1/fault-window, summed over the whole stall, is no longer than the "
+         "bound",
+         "A client may stop fetching the partitions it keeps while it is in a rebalance: Sarama ends its session "
+         "and kafka-python and librdkafka pause consumption until the SyncGroup answer (seen: 6-8 s in real chaos "
+         "cells waiting for a killed member's session), and a KIP-848 member reconciles before it fetches what it "
+         "was given. How long the rebalance itself took is V1's and R3's to judge, not P1's."),
 )
 
 #: name -> Rule, in report order.
