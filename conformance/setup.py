@@ -21,6 +21,7 @@ from typing import TypeVar
 from conformance import config
 from conformance.members.spec import MemberSpec, parse_specs
 from conformance.members.versions import check_specs
+from conformance.members import kinds
 
 T = TypeVar("T")
 
@@ -94,10 +95,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.all:
         brokers = list(config.TESTED_BROKERS)
-        specs = [MemberSpec.parse(s) for s in (*config.DEFAULT_MIX, *config.TEST_CLIENTS)]
+        specs = [MemberSpec.parse(s) for s in (*kinds.default_mix(), *kinds.setup_all_specs())]
     else:
         brokers = args.broker or [config.DEFAULT_BROKER]
-        specs = parse_specs(args.clients) if args.clients is not None else [MemberSpec.parse(s) for s in config.DEFAULT_MIX]
+        specs = parse_specs(args.clients) if args.clients is not None else [MemberSpec.parse(s) for s in kinds.default_mix()]
     started = time.monotonic()
     # Clients first: a version that does not exist is the likeliest mistake, and
     # it should be reported before minutes of broker downloads (one line, the closest versions).
@@ -119,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         # (each image costs build time; a run builds any other image it needs).
         explicit = not args.all and (args.broker or args.clients is not None)
         _setup_docker(steps, brokers if explicit else [config.DEFAULT_BROKER],
-                      specs if explicit else [MemberSpec.parse(s) for s in config.DEFAULT_MIX])
+                      specs if explicit else [MemberSpec.parse(s) for s in kinds.default_mix()])
     # Earlier versions built a Spark driver jar and class archive (~170 MB each) here; nothing uses them now.
     shutil.rmtree(config.CACHE_DIR / "spark-driver", ignore_errors=True)
     _say(f"setup: ready in {time.monotonic() - started:.1f}s ({steps.total} steps; cache: {config.CACHE_DIR})")

@@ -13,7 +13,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from conformance import config
 from conformance.history import HistoryWriter
 from conformance.jsonl import read_records
 from conformance.members.harness_config import HarnessConfig
@@ -21,6 +20,7 @@ from conformance.members.spec import MemberSpec
 from conformance.reference.claims import from_topic_partitions
 from conformance.reference.faults import Faults
 from conformance.reference.member import JoinResult, ReferenceMember
+from conformance.members import kinds
 
 T0, T1, T2, T3 = (("t", p) for p in range(4))
 
@@ -37,7 +37,7 @@ class CapturedData:
 
 
 def _member(tmp_path, faults: list[str]) -> tuple[ReferenceMember, CapturedData]:
-    cfg = HarnessConfig(member="r", client="reference", client_version=config.DEFAULT_CLIENT_VERSIONS["reference"],
+    cfg = HarnessConfig(member="r", client="reference", client_version=kinds.default_version("reference"),
                         bootstrap_servers="127.0.0.1:1", group_id="g", topics=["t"],
                         history_path=str(tmp_path / "r.jsonl"), extra={"faults": faults})
     member = ReferenceMember(cfg, HistoryWriter(cfg.history_path, "r", "reference", cfg.client_version))

@@ -86,7 +86,7 @@ def rows() -> list[tuple[str, str, str, str]]:
     and the invariants of its known issues (:mod:`conformance.members.known_issues`)."""
     out = []
     for kind in KIND_MODULES:
-        default = config.DEFAULT_CLIENT_VERSIONS.get(kind, "-")
+        default = kinds.default_versions().get(kind, "-")
         try:
             known = ", ".join(_with_issues(kind, v) for v in load_kind(kind).known_versions()) or "(none tested)"
             span = version_range(kind)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from conformance import config, registries
 from conformance.members.harness_config import STRATEGIES
-from conformance.members.kinds import Feature, release_tuple
+from conformance.members.kinds import Feature, harness_dir, release_tuple
 from conformance.members.known_issues import KnownIssue
 from conformance.members.pypi_venv import MARKER, install_pypi_venv, python_env, venv_dir, venv_python
 
@@ -37,7 +37,7 @@ REGISTRY = f"PyPI ({PYPI_PACKAGE})"
 #: The oldest release the harness runs, and why.
 OLDEST = "2.0.0"
 OLDEST_WHY = "the kafka-python harness supports kafka-python 2.0.0 or later (1.x releases are not tried)"
-HARNESS: Path = config.CLIENTS_DIR / "kafka-python" / "harness.py"
+HARNESS: Path = harness_dir(KIND) / "harness.py"
 
 DEFAULT_VERSION = "3.0.12"
 #: Versions exercised by the harness tests against a real broker, the default first.

@@ -74,7 +74,7 @@ from pathlib import Path
 from conformance import config, registries
 from conformance.members.interpreters import find_python
 from conformance.members.harness_config import STRATEGIES
-from conformance.members.kinds import BrokerLimit, Feature, release_tuple
+from conformance.members.kinds import BrokerLimit, Feature, harness_dir, release_tuple
 from conformance.members.known_issues import KnownIssue
 from conformance.members.pypi_venv import MARKER, install_pypi_venv, python_env, venv_dir, venv_python
 
@@ -89,7 +89,7 @@ OLDEST_WHY = ("the harness rebalances cooperatively with Consumer.incremental_as
 #: The Python of a release's venv where the suite's own has no wheel of it: (first release that no
 #: longer needs it, Python minor), oldest first (see the module docstring for the wheels).
 LEGACY_PYTHONS: tuple[tuple[tuple[int, ...], str], ...] = (((1, 9, 0), "3.9"), ((2, 0, 0), "3.10"))
-HARNESS: Path = config.CLIENTS_DIR / "librdkafka" / "harness.py"
+HARNESS: Path = harness_dir(KIND) / "harness.py"
 
 DEFAULT_VERSION = "2.16.1"
 #: Versions exercised by the harness tests against a real broker, the default first.

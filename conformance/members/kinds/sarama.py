@@ -1,8 +1,8 @@
 """Member kind ``sarama``: the Go client Sarama, one harness binary per version.
 
 ``sarama@V`` is ``clients/sarama/harness`` built with the Go toolchain against
-Sarama ``vV`` into ``config.SARAMA_DIR/V/harness`` (module cache under
-``config.GO_DIR``). The build is atomic (a temporary directory renamed into
+Sarama ``vV`` into ``<CACHE_DIR>/sarama/V/harness`` (the kind's
+:func:`~conformance.members.kinds.cache_dir`; module cache under ``config.GO_DIR``). The build is atomic (a temporary directory renamed into
 place) and idempotent (a finished binary is reused).
 
 Module path: releases up to 1.38.1 are ``github.com/Shopify/sarama``; from
@@ -63,11 +63,11 @@ from pathlib import Path
 from conformance import config, go_install, registries
 from conformance.errors import UsageError
 from conformance.members.harness_config import STRATEGIES
-from conformance.members.kinds import Feature, release_tuple
+from conformance.members.kinds import Feature, cache_dir, harness_dir, release_tuple
 from conformance.members.known_issues import KnownIssue
 
 KIND = "sarama"
-SOURCE_DIR: Path = config.CLIENTS_DIR / "sarama" / "harness"
+SOURCE_DIR: Path = harness_dir(KIND) / "harness"
 IBM_MODULE = "github.com/IBM/sarama"
 SHOPIFY_MODULE = "github.com/Shopify/sarama"
 
@@ -160,7 +160,7 @@ def build_tags(version: str) -> list[str]:
 
 
 def binary(version: str) -> Path:
-    return config.SARAMA_DIR / version / "harness"
+    return cache_dir(KIND) / version / "harness"
 
 
 def module_for(version: str) -> str | None:
@@ -188,11 +188,11 @@ def listed_versions() -> tuple[str, ...]:
 def is_installed(version: str) -> bool:
     """True when the harness binary of ``version`` is built from the harness source now in the tree
     (stat and one small read: :func:`conformance.go_install.is_current`)."""
-    return go_install.is_current(config.SARAMA_DIR / version, SOURCE_DIR)
+    return go_install.is_current(cache_dir(KIND) / version, SOURCE_DIR)
 
 
 def ensure(version: str) -> None:
-    """Build the harness against Sarama ``version`` into SARAMA_DIR/<version>/harness (idempotent,
+    """Build the harness against Sarama ``version`` into cache_dir(KIND)/<version>/harness (idempotent,
     atomic: :func:`conformance.go_install.build_harness`)."""
     if is_installed(version):
         return
@@ -202,7 +202,7 @@ def ensure(version: str) -> None:
         raise UsageError(check(KIND, version) or f"sarama@{version}: the Go module proxy has no such release")
     coop_member = "true" if supports_cooperative(version) else "false"
     go_install.build_harness(
-        f"sarama@{version}", SOURCE_DIR, config.SARAMA_DIR / version, module, version,
+        f"sarama@{version}", SOURCE_DIR, cache_dir(KIND) / version, module, version,
         tags=build_tags(version),
         ldflags=[f"-X main.moduleName={module}", f"-X main.cooperativeMember={coop_member}"],
         # A replace directive cannot rename a module, so a Shopify release gets the import rewritten.
