@@ -129,19 +129,17 @@ def run(args: argparse.Namespace) -> int:
 
 def _setup_docker(steps: Steps, brokers: list[str], specs: list[MemberSpec]) -> None:
     """An answering engine, no leftovers of dead runs, and the images of these brokers and members
-    (built from the cache just filled; librdkafka 1.x has no image: it needs an older Python).
+    (built from the cache just filled; a version whose kind's image recipe refuses it gets none).
     Four of ``steps``."""
     from conformance.containers.engine import ensure_compose, ensure_engine, remove_leftovers
-    from conformance.containers.images import MEMBER_KINDS, ensure_images
-    from conformance.members.kinds.librdkafka import needs_legacy_python
+    from conformance.containers.images import ensure_images, has_image
 
     client = steps.run("docker engine", ensure_engine)
     steps.run("docker compose", ensure_compose)
     removed = steps.run("docker: leftovers of dead runs", lambda: remove_leftovers(client))
     if any(removed.values()):
         _say(f"setup: removed what dead runs left: {removed}")
-    images = [s for s in specs if s.kind in MEMBER_KINDS
-              and not (s.kind == "librdkafka" and needs_legacy_python(s.version))]
+    images = [s for s in specs if has_image(s)]
     built = steps.run(f"docker images ({len(brokers)} broker(s), {len(images)} member(s))",
                       lambda: ensure_images(brokers, images, client=client))
     _say(f"setup: {len(built)} docker images ready")

@@ -31,7 +31,7 @@ from typing import Iterator
 from conformance import config, registries
 from conformance.errors import SuiteError, UsageError
 from conformance.members.harness_config import STRATEGIES
-from conformance.members.kinds import Feature, cache_dir, harness_dir
+from conformance.members.kinds import Feature, ImageRecipe, cache_dir, harness_dir
 
 KIND = "java"
 #: The Java harness's Maven project (one source, compiled once against the oldest API).
@@ -239,3 +239,8 @@ def command(version: str, config_path: Path) -> tuple[list[str], dict[str, str]]
     java = shutil.which("java") or "java"
     argv = [java, *JVM_FLAGS, "-cp", classpath(version), MAIN_CLASS, str(config_path)]
     return argv, {}
+
+
+def image(version: str) -> ImageRecipe:
+    """The member image: Java 17 with the harness jar and the version's jars from the cache."""
+    return ImageRecipe("member-java.Dockerfile", cache=(harness_jar(), clients_dir(version)))

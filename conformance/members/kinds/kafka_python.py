@@ -26,7 +26,7 @@ from pathlib import Path
 
 from conformance import config, registries
 from conformance.members.harness_config import STRATEGIES
-from conformance.members.kinds import Feature, harness_dir, release_tuple
+from conformance.members.kinds import Feature, ImageRecipe, harness_dir, release_tuple
 from conformance.members.known_issues import KnownIssue
 from conformance.members.pypi_venv import MARKER, install_pypi_venv, python_env, venv_dir, venv_python
 
@@ -113,3 +113,9 @@ def ensure(version: str) -> None:
 
 def command(version: str, config_path: Path) -> tuple[list[str], dict[str, str]]:
     return [str(venv_python(KIND, version)), str(HARNESS), str(config_path)], python_env()
+
+
+def image(version: str) -> ImageRecipe:
+    """The member image: the suite's Python with kafka-python ``version`` in its venv path."""
+    return ImageRecipe("member-python.Dockerfile", suite=True, requirement=f"{PYPI_PACKAGE}=={version}",
+                       venv=venv_dir(KIND, version))

@@ -74,7 +74,7 @@ from pathlib import Path
 from conformance import config, registries
 from conformance.members.interpreters import find_python
 from conformance.members.harness_config import STRATEGIES
-from conformance.members.kinds import BrokerLimit, Feature, harness_dir, release_tuple
+from conformance.members.kinds import BrokerLimit, Feature, ImageRecipe, harness_dir, release_tuple
 from conformance.members.known_issues import KnownIssue
 from conformance.members.pypi_venv import MARKER, install_pypi_venv, python_env, venv_dir, venv_python
 
@@ -233,3 +233,12 @@ def library_version(version: str) -> str | None:
 
 def command(version: str, config_path: Path) -> tuple[list[str], dict[str, str]]:
     return [str(venv_python(KIND, version)), str(HARNESS), str(config_path)], python_env()
+
+
+def image(version: str) -> ImageRecipe:
+    """The member image: the suite's Python with confluent-kafka ``version`` in its venv path; none
+    for a release that needs an older Python than the images' 3.11 (:func:`needs_legacy_python`)."""
+    refused = (f"confluent-kafka {version} has no wheel for the images' Python 3.11; in containers use "
+               f"librdkafka 2.x") if needs_legacy_python(version) else None
+    return ImageRecipe("member-python.Dockerfile", suite=True, requirement=f"{PYPI_PACKAGE}=={version}",
+                       venv=venv_dir(KIND, version), refused=refused)

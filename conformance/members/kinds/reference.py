@@ -12,7 +12,7 @@ from pathlib import Path
 
 from conformance import __version__
 from conformance.members.harness_config import STRATEGIES
-from conformance.members.kinds import Feature
+from conformance.members.kinds import Feature, ImageRecipe
 
 KIND = "reference"
 #: The suite's own version: the reference consumer has this one.
@@ -47,3 +47,8 @@ def supports_cooperative(version: str) -> bool:
 
 def strategies_supported(version: str) -> list[str]:
     return list(STRATEGIES)
+
+
+def image(version: str) -> ImageRecipe:
+    """The member image: the suite itself on the images' Python (nothing from the cache)."""
+    return ImageRecipe("member-reference.Dockerfile", suite=True)

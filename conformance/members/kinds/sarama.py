@@ -63,7 +63,7 @@ from pathlib import Path
 from conformance import config, go_install, registries
 from conformance.errors import UsageError
 from conformance.members.harness_config import STRATEGIES
-from conformance.members.kinds import Feature, cache_dir, harness_dir, release_tuple
+from conformance.members.kinds import Feature, ImageRecipe, cache_dir, harness_dir, release_tuple
 from conformance.members.known_issues import KnownIssue
 
 KIND = "sarama"
@@ -212,3 +212,8 @@ def ensure(version: str) -> None:
 
 def command(version: str, config_path: Path) -> tuple[list[str], dict[str, str]]:
     return [str(binary(version)), str(config_path)], {}
+
+
+def image(version: str) -> ImageRecipe:
+    """The member image: the static harness binary from the cache (the Go harnesses' one recipe)."""
+    return ImageRecipe("member-go.Dockerfile", cache=(binary(version),))
