@@ -136,7 +136,13 @@ class Part:
 
     @property
     def context_dir(self) -> Path:
-        return CONTEXTS_DIR / self.image.replace(":", "-").removeprefix("conformance-")
+        return CONTEXTS_DIR / context_name(self.image)
+
+
+def context_name(image: str) -> str:
+    """The directory under ``.docker-context/`` where ``image``'s build context is staged
+    (``conformance-member-java:4.4.0`` -> ``member-java-4.4.0``)."""
+    return image.replace(":", "-").removeprefix("conformance-")
 
 
 # --------------------------------------------------------------------------- hashing and staging

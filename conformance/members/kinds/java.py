@@ -55,6 +55,8 @@ OLDEST: str = "2.4.0"
 OLDEST_WHY: str = f"the Java harness runs kafka-clients {OLDEST} or later (KIP-429 listener API)"
 
 DEFAULT_VERSION = "4.4.0"
+#: In docker-compose.yml's default set: the protocol's own client, beside the reference.
+IN_COMPOSE_DEFAULT = True
 #: kafka-clients releases tested with the harness, the default first.
 KNOWN_VERSIONS: tuple[str, ...] = ("4.4.0", "3.9.2", "2.8.2", "2.4.1")
 #: What ``setup --all`` installs and CI's contract test runs: the newest, the oldest patch of the

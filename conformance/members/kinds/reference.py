@@ -18,6 +18,8 @@ KIND = "reference"
 #: The suite's own version: the reference consumer has this one.
 DEFAULT_VERSION: str = __version__
 KNOWN_VERSIONS: tuple[str, ...] = (DEFAULT_VERSION,)
+#: In docker-compose.yml's default set: the suite's own consumer, needing nothing but the suite.
+IN_COMPOSE_DEFAULT = True
 #: Everything the harness contract asks for (conformance/reference/member.py).
 FEATURES: tuple[Feature, ...] = tuple(Feature(name) for name in (
     "cooperative", "static-membership", "assignor-list", "mix-eager-cooperative", "consumer-protocol",
