@@ -50,7 +50,7 @@ Optional, each with the default that :func:`features_of` and the helpers below a
 - ``IN_DEFAULT_MIX``: False keeps the kind out of the default mix of ``conformance run`` (and so
   out of the default matrix), with the reason beside it (default True).
 - ``GOLDEN_VERSIONS``: releases whose golden vectors ``scripts/regen-golden.sh`` writes with
-  the kind's generator (``clients/<kind>/golden``), and ``golden_vectors(version, work, env) ->
+  the kind's generator (``clients/<kind>/golden``), and ``golden_vectors(version, work) ->
   str`` that runs it (:mod:`conformance.members.golden`); a kind without them has no generator.
 - ``IN_COMPOSE_DEFAULT``: True puts the kind's service in ``docker-compose.yml``'s default set
   (default False: only with ``--profile all`` or ``--profile <kind>``).

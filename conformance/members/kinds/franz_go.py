@@ -45,6 +45,7 @@ from pathlib import Path
 
 from conformance import config, go_install, registries
 from conformance.errors import UsageError
+from conformance.members.golden import go_generator, run
 from conformance.members.harness_config import STRATEGIES
 from conformance.members.kinds import Feature, ImageRecipe, cache_dir, harness_dir, release_tuple
 from conformance.members.known_issues import KnownIssue
@@ -186,3 +187,10 @@ def command(version: str, config_path: Path) -> tuple[list[str], dict[str, str]]
 def image(version: str) -> ImageRecipe:
     """The member image: the static harness binary from the cache (the Go harnesses' one recipe)."""
     return ImageRecipe("member-go.Dockerfile", cache=(binary(version),))
+
+
+def golden_vectors(version: str, work: Path) -> str:
+    """The golden vectors franz-go ``version`` writes (:mod:`conformance.members.golden`): the
+    generator (``clients/franz-go/golden``) built in a module requiring franz-go ``v<version>``."""
+    binary = go_generator(harness_dir(KIND) / "golden", work, MODULE, f"v{version}", f"the franz-go {version} generator")
+    return run([str(binary), "-version", f"v{version}"], f"the franz-go {version} generator")

@@ -31,6 +31,7 @@ from typing import Iterator
 from conformance import config, registries
 from conformance.errors import SuiteError, UsageError
 from conformance.members.harness_config import STRATEGIES
+from conformance.members.golden import run
 from conformance.members.kinds import Feature, ImageRecipe, cache_dir, harness_dir
 
 KIND = "java"
@@ -246,3 +247,17 @@ def command(version: str, config_path: Path) -> tuple[list[str], dict[str, str]]
 def image(version: str) -> ImageRecipe:
     """The member image: Java 17 with the harness jar and the version's jars from the cache."""
     return ImageRecipe("member-java.Dockerfile", cache=(harness_jar(), clients_dir(version)))
+
+
+def golden_vectors(version: str, work: Path) -> str:
+    """The golden vectors kafka-clients ``version`` writes (:mod:`conformance.members.golden`): the
+    generator (``clients/java/golden``, Maven) is compiled against the oldest API (the pom's default
+    kafka.version, 2.4.1) and run with ``version``'s jars on the class path."""
+    src = harness_dir(KIND) / "golden"
+    mvn = ["mvn", "-q", "-B", "-Dstyle.color=never", f"-Dmaven.repo.local={config.MAVEN_REPO}"]
+    run([*mvn, "compile"], "compiling the Java golden generator", cwd=src)
+    classpath = work / "classpath.txt"
+    run([*mvn, "dependency:build-classpath", f"-Dkafka.version={version}", f"-Dmdep.outputFile={classpath}"],
+        f"resolving kafka-clients {version}", cwd=src)
+    cp = f"{src / 'target' / 'classes'}{os.pathsep}{classpath.read_text(encoding='utf-8').rstrip(chr(10))}"
+    return run(["java", "-cp", cp, "conformance.golden.GoldenVectors"], f"the Java {version} golden generator")

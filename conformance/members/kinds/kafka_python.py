@@ -22,9 +22,11 @@ from 2.0.0 runs.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from conformance import config, registries
+from conformance.members.golden import run
 from conformance.members.harness_config import STRATEGIES
 from conformance.members.kinds import Feature, ImageRecipe, harness_dir, release_tuple
 from conformance.members.known_issues import KnownIssue
@@ -119,3 +121,19 @@ def image(version: str) -> ImageRecipe:
     """The member image: the suite's Python with kafka-python ``version`` in its venv path."""
     return ImageRecipe("member-python.Dockerfile", suite=True, requirement=f"{PYPI_PACKAGE}=={version}",
                        venv=venv_dir(KIND, version))
+
+
+def golden_vectors(version: str, work: Path) -> str:
+    """The golden vectors kafka-python ``version`` writes (:mod:`conformance.members.golden`):
+    ``clients/kafka-python/golden/generate.py`` run in the release's own venv
+    (``VENVS_DIR/golden-kafka-python-<version>``, Python 3.11; ``.complete`` is written last, so a
+    half-built venv is rebuilt)."""
+    venv = config.VENVS_DIR / f"golden-{KIND}-{version}"
+    if not (venv / ".complete").is_file():
+        shutil.rmtree(venv, ignore_errors=True)
+        run(["python3.11", "-m", "venv", str(venv)], f"creating {venv}")
+        run([str(venv / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check", f"{PYPI_PACKAGE}=={version}"],
+            f"installing {PYPI_PACKAGE}=={version} into {venv}")
+        (venv / ".complete").touch()
+    return run([str(venv / "bin" / "python"), str(harness_dir(KIND) / "golden" / "generate.py")],
+               f"the kafka-python {version} generator")

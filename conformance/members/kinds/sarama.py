@@ -62,6 +62,7 @@ from pathlib import Path
 
 from conformance import config, go_install, registries
 from conformance.errors import UsageError
+from conformance.members.golden import go_generator, run
 from conformance.members.harness_config import STRATEGIES
 from conformance.members.kinds import Feature, ImageRecipe, cache_dir, harness_dir, release_tuple
 from conformance.members.known_issues import KnownIssue
@@ -217,3 +218,13 @@ def command(version: str, config_path: Path) -> tuple[list[str], dict[str, str]]
 def image(version: str) -> ImageRecipe:
     """The member image: the static harness binary from the cache (the Go harnesses' one recipe)."""
     return ImageRecipe("member-go.Dockerfile", cache=(binary(version),))
+
+
+def golden_vectors(version: str, work: Path) -> str:
+    """The golden vectors Sarama ``version`` writes (:mod:`conformance.members.golden`): the generator
+    (``clients/sarama/golden``, importing ``github.com/IBM/sarama``) built against the release's
+    module path with its build tags (:data:`GOLDEN_RELEASES`)."""
+    module, tag, tags = next(r for r in GOLDEN_RELEASES if r[1].removeprefix("v") == version)
+    binary = go_generator(harness_dir(KIND) / "golden", work, module, tag, f"the Sarama {tag} generator", tags=tags,
+                          import_path=IBM_MODULE)
+    return run([str(binary), "-version", tag], f"the Sarama {tag} generator")
