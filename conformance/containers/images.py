@@ -224,13 +224,15 @@ def stage(part: Part) -> Path:
 # --------------------------------------------------------------------------- the parts
 
 
-def in_image(arg: str) -> str:
-    """A host path of the processes path's command as the same path inside the images."""
-    java = shutil.which("java")
+def in_image(arg: str, programs: Iterable[str] = ()) -> str:
+    """A host path of the processes path's command as the same path inside the images; the host's
+    path of one of ``programs`` (found on PATH) is that program's name (on the image's PATH)."""
     if arg == sys.executable:
         return IMAGE_PYTHON
-    if java and arg == java:
-        return "java"
+    for program in programs:
+        found = shutil.which(program)
+        if found and arg == found:
+            return program
     for host, inside in ((config.CACHE_DIR, IMAGE_CACHE), (config.REPO_ROOT, IMAGE_REPO)):
         host_s = str(host)
         if arg == host_s or arg.startswith(host_s + "/") or arg.startswith(host_s + os.pathsep):
@@ -244,17 +246,20 @@ def _shell_quote(s: str) -> str:
 
 
 def member_run_script(spec: MemberSpec) -> str:
-    """``/opt/member/run``: the kind's ``command()`` with paths mapped into the image."""
-    from conformance.members.kinds import kind_module
+    """``/opt/member/run``: the kind's ``command()`` with paths mapped into the image (and the
+    programs its image recipe names as on the image's PATH)."""
+    from conformance.members.kinds import image_recipe, kind_module
 
     marker = "/conformance-config-placeholder.json"
     argv, env = kind_module(spec.kind).command(spec.version, Path(marker))
     if argv[-1] != marker:
         raise SuiteError(f"{spec.kind}: its command does not end with the config path: {argv}")
+    recipe = image_recipe(spec.kind, spec.version)
+    programs = recipe.programs if recipe is not None else ()
     lines = ["#!/bin/sh", f"# The processes path's command of {spec.kind}@{spec.version}, paths mapped into the image.",
              'if [ "$#" -ne 1 ]; then echo "usage: run CONFIG_JSON" >&2; exit 2; fi']
-    lines += [f"export {k}={_shell_quote(in_image(v))}" for k, v in sorted(env.items())]
-    lines.append("exec " + " ".join(_shell_quote(in_image(a)) for a in argv[:-1]) + ' "$1"')
+    lines += [f"export {k}={_shell_quote(in_image(v, programs))}" for k, v in sorted(env.items())]
+    lines.append("exec " + " ".join(_shell_quote(in_image(a, programs)) for a in argv[:-1]) + ' "$1"')
     return "\n".join(lines) + "\n"
 
 

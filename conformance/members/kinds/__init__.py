@@ -277,13 +277,15 @@ class ImageRecipe:
     (:func:`conformance.containers.images.member_part`); a kind's ``image(version)`` returns it.
 
     ``dockerfile`` names the recipe under ``docker/``; ``cache`` the host paths under
-    ``config.CACHE_DIR`` its context holds (as ``cache/<path relative to the cache>``); ``suite``
+    ``config.CACHE_DIR`` its context holds (as ``cache/<path relative to the cache>``); ``programs``
+    the programs its command runs from the host's PATH, which the image has on its PATH; ``suite``
     adds the suite's sources and its pinned kafka-python; ``requirement`` is the pip requirement the
     image installs into ``venv`` (a path under the cache); ``refused`` says why this version has no
     image (a UsageError names it; set-up builds no image for it)."""
 
     dockerfile: str
     cache: tuple[Path, ...] = ()
+    programs: tuple[str, ...] = ()
     suite: bool = False
     requirement: str | None = None
     venv: Path | None = None

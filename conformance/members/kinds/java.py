@@ -245,8 +245,9 @@ def command(version: str, config_path: Path) -> tuple[list[str], dict[str, str]]
 
 
 def image(version: str) -> ImageRecipe:
-    """The member image: Java 17 with the harness jar and the version's jars from the cache."""
-    return ImageRecipe("member-java.Dockerfile", cache=(harness_jar(), clients_dir(version)))
+    """The member image: Java 17 (``java`` on its PATH) with the harness jar and the version's jars
+    from the cache."""
+    return ImageRecipe("member-java.Dockerfile", cache=(harness_jar(), clients_dir(version)), programs=("java",))
 
 
 def golden_vectors(version: str, work: Path) -> str:
