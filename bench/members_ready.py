@@ -25,12 +25,12 @@ from conformance import config
 from conformance.cluster import Cluster
 from conformance.cluster.supervisor import Supervisor
 from conformance.history import read_history
+from conformance.members import kinds
 from conformance.members.harness_config import HarnessConfig
 from conformance.members.kinds import kind_module
 from conformance.members.launch import launch_member
 from conformance.members.spec import MemberSpec
 from conformance.rundir import RunDir
-from conformance.members import kinds
 
 #: Strategy per spec where cooperative-sticky is not available.
 EAGER = {"sarama@1.38.1": ["range"], "kafka-python@2.3.3": ["range"]}

@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 
 from conformance import config
+from conformance.members import kinds
 from conformance.members.spec import MemberSpec, parse_specs
 from conformance.scenarios.matrix import build_cells, run_matrix
-from conformance.members import kinds
 
 
 def rebalancing_ms(wire: Path) -> float:

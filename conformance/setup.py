@@ -19,9 +19,9 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from conformance import config
+from conformance.members import kinds
 from conformance.members.spec import MemberSpec, parse_specs
 from conformance.members.versions import check_specs
-from conformance.members import kinds
 
 T = TypeVar("T")
 

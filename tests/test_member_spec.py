@@ -5,10 +5,9 @@ from typing import Iterator
 import pytest
 
 from conformance import config, registries
-from conformance.members.kinds import default_version
 from conformance.errors import SuiteError, UsageError
 from conformance.members import versions
-from conformance.members.kinds import java
+from conformance.members.kinds import default_version, java
 from conformance.members.spec import MemberSpec, parse_specs
 
 

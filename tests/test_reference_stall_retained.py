@@ -15,12 +15,12 @@ import pytest
 
 from conformance.history import HistoryWriter
 from conformance.jsonl import read_records
+from conformance.members import kinds
 from conformance.members.harness_config import HarnessConfig
 from conformance.members.spec import MemberSpec
 from conformance.reference.claims import from_topic_partitions
 from conformance.reference.faults import Faults
 from conformance.reference.member import JoinResult, ReferenceMember
-from conformance.members import kinds
 
 T0, T1, T2, T3 = (("t", p) for p in range(4))
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 
-from conformance import config
 from conformance.errors import SuiteError
 from conformance.members.install import load_kind
 from conformance.members.known_issues import issues_of

@@ -82,6 +82,7 @@ from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
 from conformance import config
 from conformance.errors import UsageError
 from conformance.history import HistoryWriter
+from conformance.members import kinds
 from conformance.members.harness_config import HarnessConfig
 from conformance.protocol import consumer_group_heartbeat as cgh
 from conformance.reference.assignor import TP
@@ -96,7 +97,6 @@ from conformance.reference.codes import (
 from conformance.reference.connection import Connection, ConnectionLost, split_address
 from conformance.reference.consuming import FatalClientError, PartitionConsumer
 from conformance.reference.faults import ConsumerFaults
-from conformance.members import kinds
 
 CLIENT_VERSION = kinds.default_version("reference")
 

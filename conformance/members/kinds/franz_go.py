@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conformance import config, go_install, registries
+from conformance import go_install, registries
 from conformance.errors import UsageError
 from conformance.members.golden import go_generator, run
 from conformance.members.harness_config import STRATEGIES

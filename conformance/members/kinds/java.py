@@ -30,8 +30,8 @@ from typing import Iterator
 
 from conformance import config, registries
 from conformance.errors import SuiteError, UsageError
-from conformance.members.harness_config import STRATEGIES
 from conformance.members.golden import run
+from conformance.members.harness_config import STRATEGIES
 from conformance.members.kinds import Feature, ImageRecipe, cache_dir, harness_dir
 
 KIND = "java"

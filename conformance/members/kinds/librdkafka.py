@@ -71,7 +71,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from conformance import config, registries
+from conformance import registries
 from conformance.members.interpreters import find_python
 from conformance.members.harness_config import STRATEGIES
 from conformance.members.kinds import BrokerLimit, Feature, ImageRecipe, harness_dir, release_tuple

@@ -60,7 +60,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from conformance import config, go_install, registries
+from conformance import go_install, registries
 from conformance.errors import UsageError
 from conformance.members.golden import go_generator, run
 from conformance.members.harness_config import STRATEGIES
