@@ -1,7 +1,7 @@
 """Bench: start-to-ready time of every member kind, per version, on one real broker.
 
 For each kind@version (default: the reference consumer and every client of
-``config.TEST_CLIENTS``), ``--runs`` times: a lone member is spawned into its
+``kinds.setup_all_specs()``), ``--runs`` times: a lone member is spawned into its
 own group on a one-partition topic (through its tap and proxy). Prints the
 median and the worst of: seconds from spawn to the harness's ``started`` event
 (ready: ``MemberProcess.wait_ready`` returns) and from spawn to its first
@@ -25,6 +25,7 @@ from conformance import config
 from conformance.cluster import Cluster
 from conformance.cluster.supervisor import Supervisor
 from conformance.history import read_history
+from conformance.members import kinds
 from conformance.members.harness_config import HarnessConfig
 from conformance.members.kinds import kind_module
 from conformance.members.launch import launch_member
@@ -50,8 +51,8 @@ def first_ts(path: Path, event: str, after: int) -> float | None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("specs", nargs="*", default=[f"reference@{config.DEFAULT_CLIENT_VERSIONS['reference']}",
-                                                 *config.TEST_CLIENTS])
+    ap.add_argument("specs", nargs="*", default=[f"reference@{kinds.default_version('reference')}",
+                                                 *kinds.setup_all_specs()])
     args = ap.parse_args()
     specs = [MemberSpec.parse(s) for s in args.specs]
     for spec in specs:

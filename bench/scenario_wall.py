@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from conformance import config
+from conformance.members import kinds
 from conformance.members.spec import MemberSpec, parse_specs
 from conformance.scenarios.matrix import build_cells, run_matrix
 
@@ -66,7 +67,7 @@ def main() -> None:
             print(f"  overhead ratio (cell/rebal.): {cell_s / rebalance_s:7.2f} x  (the schedule's own waits, "
                   "such as a kill's session timeout, count as overhead here)")
         if args.matrix:
-            specs = [MemberSpec.parse(s) for s in config.DEFAULT_MIX]
+            specs = [MemberSpec.parse(s) for s in kinds.default_mix()]
             t0 = time.monotonic()
             run_matrix(build_cells(list(config.DEFAULT_SCENARIOS), specs, config.DEFAULT_BROKER, 1), Path(tmp))
             print(f"  default matrix              : {time.monotonic() - t0:7.1f} s")

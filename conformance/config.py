@@ -1,7 +1,9 @@
 """Every setting of the suite, in one place.
 
-Paths, pinned versions and defaults live here and nowhere else. Environment
-variables override the paths so that CI and users can move caches and output.
+Paths, pinned versions and defaults live here and nowhere else, except what belongs to one
+client kind: that is in the kind's module (:mod:`conformance.members.kinds`, which imports this
+one; this module imports nothing of the suite). Environment variables override the paths so
+that CI and users can move caches and output.
 
 - ``CONFORMANCE_CACHE``: where set-up installs brokers, toxiproxy, client
   builds and per-version virtual environments (default ``~/.cache/conformance``).
@@ -30,10 +32,8 @@ MAVEN_REPO: Path = CACHE_DIR / "m2"          # Maven local repository (-Dmaven.r
 BROKERS_DIR: Path = CACHE_DIR / "kafka"      # kafka/<version>/lib/*.jar
 TOXIPROXY_DIR: Path = CACHE_DIR / "toxiproxy"  # toxiproxy/<version>/toxiproxy-server
 GO_DIR: Path = CACHE_DIR / "go"              # GOPATH (module cache) for Go builds
-JAVA_DIR: Path = CACHE_DIR / "java"          # java/harness.jar, java/kafka-clients-<v>/*.jar
-SARAMA_DIR: Path = CACHE_DIR / "sarama"      # sarama/<version>/harness
-FRANZ_GO_DIR: Path = CACHE_DIR / "franz-go"  # franz-go/<version>/harness
 VENVS_DIR: Path = CACHE_DIR / "venvs"        # venvs/<kind>-<version>/
+# A kind's own builds go to CACHE_DIR/<kind>/ (conformance.members.kinds.cache_dir).
 
 # ---------------------------------------------------------------------------
 # Pinned versions. Resolved from the registries, not guessed (late 2026).
@@ -176,18 +176,10 @@ REVOKE_BOUND_MS: int = SESSION_TIMEOUT_MS + 5 * HEARTBEAT_INTERVAL_MS
 MEMBER_READY_TIMEOUT_S: float = 60.0
 
 # ---------------------------------------------------------------------------
-# Members: launching harnesses, the Java harness, the producer (members engineer).
+# Members: launching harnesses and the producer (members engineer); what is one kind's own (its
+# versions, its harness's flags, its cache) is in its module (conformance.members.kinds).
 # ---------------------------------------------------------------------------
 
-#: The Java harness's Maven project (one source, compiled once against the oldest API).
-JAVA_HARNESS_SRC: Path = CLIENTS_DIR / "java" / "harness"
-#: JVM flags for a fast start: C1 only, class-data sharing, small serial heap.
-JAVA_HARNESS_JVM_FLAGS: tuple[str, ...] = (
-    "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-XX:+UseSerialGC", "-Xms32m", "-Xmx256m",
-    "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dorg.slf4j.simpleLogger.logFile=System.err",
-)
-#: slf4j binding used when the resolved slf4j-api is 1.x (2.x resolves slf4j-simple 2.x).
-SLF4J_FALLBACK_VERSION: str = "1.7.36"
 #: Producer harness default rate (records per second over all partitions).
 PRODUCER_RATE_PER_S: int = 200
 
@@ -233,27 +225,3 @@ REFERENCE_SLOW_SYNC_DELAY_MS: int = 3_000
 REFERENCE_CONSUME_FENCED_MS: int = 3_000
 #: Assignors whose assignments L3 expects balanced (range is per topic and may not be).
 BALANCED_ASSIGNORS: tuple[str, ...] = ("cooperative-sticky", "sticky", "roundrobin")
-
-
-# ---------------------------------------------------------------------------
-# Client kinds: derived from the registry of kinds (conformance.members.kinds), where each
-# kind's module owns its versions; these names are kept for the code that reads them here.
-# ---------------------------------------------------------------------------
-
-
-def __getattr__(name: str) -> object:
-    """``DEFAULT_CLIENT_VERSIONS`` (kind -> the version an omitted ``@VERSION`` means),
-    ``DEFAULT_MIX`` (one member of each kind whose module does not set ``IN_DEFAULT_MIX = False``:
-    the default mix of ``conformance run``) and
-    ``TEST_CLIENTS`` (what ``conformance setup --all`` installs: each kind's TEST_VERSIONS), all
-    derived from :mod:`conformance.members.kinds` when first read (the kind modules import this one)."""
-    from conformance.members import kinds
-
-    if name == "DEFAULT_CLIENT_VERSIONS":
-        return kinds.default_versions()
-    if name == "DEFAULT_MIX":
-        return tuple(k for k in kinds.KIND_MODULES if getattr(kinds.kind_module(k), "IN_DEFAULT_MIX", True))
-    if name == "TEST_CLIENTS":
-        return tuple(f"{kind}@{v}" for kind in kinds.KIND_MODULES if kind != "reference"
-                     for v in kinds.test_versions(kind))
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

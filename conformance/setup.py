@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from conformance import config
+from conformance.members import kinds
 from conformance.members.spec import MemberSpec, parse_specs
 from conformance.members.versions import check_specs
 
@@ -94,10 +95,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.all:
         brokers = list(config.TESTED_BROKERS)
-        specs = [MemberSpec.parse(s) for s in (*config.DEFAULT_MIX, *config.TEST_CLIENTS)]
+        specs = [MemberSpec.parse(s) for s in (*kinds.default_mix(), *kinds.setup_all_specs())]
     else:
         brokers = args.broker or [config.DEFAULT_BROKER]
-        specs = parse_specs(args.clients) if args.clients is not None else [MemberSpec.parse(s) for s in config.DEFAULT_MIX]
+        specs = parse_specs(args.clients) if args.clients is not None else [MemberSpec.parse(s) for s in kinds.default_mix()]
     started = time.monotonic()
     # Clients first: a version that does not exist is the likeliest mistake, and
     # it should be reported before minutes of broker downloads (one line, the closest versions).
@@ -119,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         # (each image costs build time; a run builds any other image it needs).
         explicit = not args.all and (args.broker or args.clients is not None)
         _setup_docker(steps, brokers if explicit else [config.DEFAULT_BROKER],
-                      specs if explicit else [MemberSpec.parse(s) for s in config.DEFAULT_MIX])
+                      specs if explicit else [MemberSpec.parse(s) for s in kinds.default_mix()])
     # Earlier versions built a Spark driver jar and class archive (~170 MB each) here; nothing uses them now.
     shutil.rmtree(config.CACHE_DIR / "spark-driver", ignore_errors=True)
     _say(f"setup: ready in {time.monotonic() - started:.1f}s ({steps.total} steps; cache: {config.CACHE_DIR})")
@@ -128,19 +129,17 @@ def run(args: argparse.Namespace) -> int:
 
 def _setup_docker(steps: Steps, brokers: list[str], specs: list[MemberSpec]) -> None:
     """An answering engine, no leftovers of dead runs, and the images of these brokers and members
-    (built from the cache just filled; librdkafka 1.x has no image: it needs an older Python).
+    (built from the cache just filled; a version whose kind's image recipe refuses it gets none).
     Four of ``steps``."""
     from conformance.containers.engine import ensure_compose, ensure_engine, remove_leftovers
-    from conformance.containers.images import MEMBER_KINDS, ensure_images
-    from conformance.members.kinds.librdkafka import needs_legacy_python
+    from conformance.containers.images import ensure_images, has_image
 
     client = steps.run("docker engine", ensure_engine)
     steps.run("docker compose", ensure_compose)
     removed = steps.run("docker: leftovers of dead runs", lambda: remove_leftovers(client))
     if any(removed.values()):
         _say(f"setup: removed what dead runs left: {removed}")
-    images = [s for s in specs if s.kind in MEMBER_KINDS
-              and not (s.kind == "librdkafka" and needs_legacy_python(s.version))]
+    images = [s for s in specs if has_image(s)]
     built = steps.run(f"docker images ({len(brokers)} broker(s), {len(images)} member(s))",
                       lambda: ensure_images(brokers, images, client=client))
     _say(f"setup: {len(built)} docker images ready")

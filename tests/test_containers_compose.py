@@ -17,15 +17,16 @@ from typing import Iterator
 import pytest
 
 from conformance import config
+from conformance.containers.compose_file import member_kinds
 from conformance.containers.engine import compose_command, engine_for_tests, ensure_compose, labelled
 from conformance.members.spec import MemberSpec
 
 pytestmark = [pytest.mark.slow, pytest.mark.containers]
 
 COMPOSE_FILE = config.REPO_ROOT / "docker-compose.yml"
-#: Every member service (``--profile all`` adds librdkafka, sarama, kafka-python and franz-go to the default
-#: reference and java): each kind's image runs its harness for real in one cooperative group.
-MEMBERS = ("reference", "java", "librdkafka", "sarama", "kafka-python", "franz-go")
+#: Every member service (``--profile all`` adds the kinds outside the default set): each kind's image
+#: runs its harness for real in one cooperative group.
+MEMBERS = member_kinds()
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,7 @@ from conformance.members.kinds import franz_go
 from conformance.members.launch import launch_member
 from conformance.members.spec import MemberSpec
 from conformance.rundir import RunDir
+from conformance.members import kinds
 
 from test_harness_common import (check_clean_incarnation, load_history, missing_records, owned_after,
                                  produce_records, wait_for, wire_records)
@@ -42,7 +43,7 @@ def test_a_lone_franz_go_consumer_member_joins_by_heartbeat_consumes_everything_
     # "uniform" assignor (its first balancer is cooperative-sticky); the broker gives it every
     # partition at epoch >= 1; it reads all 60 records and commits them with that epoch; SIGTERM
     # makes it revoke, stop and send one last heartbeat at epoch -1. It never speaks classic.
-    version = config.DEFAULT_CLIENT_VERSIONS["franz-go"]
+    version = kinds.default_version("franz-go")
     assert franz_go.supports_server_side_balancer(version)
     franz_go.ensure(version)
     spec = MemberSpec.parse(f"franz-go@{version}+consumer")

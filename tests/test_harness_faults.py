@@ -44,6 +44,7 @@ from conformance.members.kinds import KIND_MODULES, kind_module
 from conformance.members.launch import MemberProcess, launch_member
 from conformance.members.spec import MemberSpec
 from conformance.rundir import RunDir
+from conformance.members import kinds
 
 from test_harness_common import (produce_records, assigned_after_generation, check_clean_incarnation, incarnations,
                                  last_assignment_generation, load_history, missing_records, owned_after,
@@ -212,7 +213,7 @@ def test_one_member_of_each_kind_converges_with_every_partition_owned_once(envt:
     everything = env.topic("mix", 2 * len(MIX))
     names = [f"mix-{kind}" for kind in MIX]
     for name, kind in zip(names, MIX):
-        env.start(name, kind, config.DEFAULT_CLIENT_VERSIONS[kind], "mix", "g-mix", ["cooperative-sticky"],
+        env.start(name, kind, kinds.default_version(kind), "mix", "g-mix", ["cooperative-sticky"],
                   wait=False, **FAST)
     for proc in env.procs:
         proc.wait_ready(WAIT)

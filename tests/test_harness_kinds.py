@@ -19,6 +19,7 @@ from conformance.errors import UsageError
 from conformance.history import read_history
 from conformance.members.harness_config import HarnessConfig
 from conformance.members.kinds import franz_go, kafka_python, librdkafka, library_version, sarama
+from conformance.members import kinds
 
 KINDS = [librdkafka, kafka_python, sarama, franz_go]
 
@@ -26,7 +27,7 @@ KINDS = [librdkafka, kafka_python, sarama, franz_go]
 @pytest.mark.parametrize("mod", KINDS, ids=lambda m: m.KIND)
 def test_known_versions_are_new_and_old_with_the_default_first(mod) -> None:
     versions = mod.known_versions()
-    assert versions[0] == config.DEFAULT_CLIENT_VERSIONS[mod.KIND]
+    assert versions[0] == kinds.default_version(mod.KIND)
     assert len(versions) >= 2
 
 
@@ -67,9 +68,9 @@ def test_commands_name_the_version_and_config(tmp_path: Path) -> None:
     argv, env = kafka_python.command("3.0.12", cfg)
     assert "kafka-python-3.0.12" in argv[0] and argv[1].endswith("clients/kafka-python/harness.py")
     argv, env = sarama.command("1.38.1", cfg)
-    assert argv == [str(config.SARAMA_DIR / "1.38.1" / "harness"), str(cfg)]
+    assert argv == [str(kinds.cache_dir("sarama") / "1.38.1" / "harness"), str(cfg)]
     argv, env = franz_go.command("1.7.0", cfg)
-    assert argv == [str(config.FRANZ_GO_DIR / "1.7.0" / "harness"), str(cfg)] and env == {}
+    assert argv == [str(kinds.cache_dir("franz-go") / "1.7.0" / "harness"), str(cfg)] and env == {}
 
 
 @pytest.mark.slow
@@ -95,7 +96,7 @@ def test_franz_go_version_errors_ask_the_proxy_by_exact_version() -> None:
     with pytest.raises(UsageError, match=r"^franz-go@1\.21\.99: the Go module proxy \(github.com/twmb/franz-go\) "
                                          r"has no release 1\.21\.99; closest: .*1\.21\.7"):
         franz_go.ensure("1.21.99")
-    assert not (config.FRANZ_GO_DIR / "1.21.99").exists()
+    assert not (kinds.cache_dir("franz-go") / "1.21.99").exists()
     assert franz_go.release_exists("1.7.0") and "1.22.3" in franz_go.listed_versions()
 
 
@@ -183,7 +184,7 @@ def test_sarama_before_1_37_builds_with_one_assignor_and_refuses_what_it_lacks(t
     strategy (1.24) and session commits (1.27): the harness builds with only those two tags and says,
     as a fatal error in its history, what a configuration asks that it lacks."""
     sarama.ensure("1.30.0")
-    marker = json.loads((config.SARAMA_DIR / "1.30.0" / "install.json").read_text())
+    marker = json.loads((kinds.cache_dir("sarama") / "1.30.0" / "install.json").read_text())
     assert (marker["module"], marker["tags"], marker["cooperative_member"]) == (
         sarama.SHOPIFY_MODULE, ["sarama_sticky", "sarama_session_commit"], False)
     for name, change, message in [

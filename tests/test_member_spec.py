@@ -5,10 +5,9 @@ from typing import Iterator
 import pytest
 
 from conformance import config, registries
-from conformance.config import DEFAULT_CLIENT_VERSIONS
 from conformance.errors import SuiteError, UsageError
 from conformance.members import versions
-from conformance.members.kinds import java
+from conformance.members.kinds import default_version, java
 from conformance.members.spec import MemberSpec, parse_specs
 
 
@@ -22,8 +21,8 @@ def test_round_trip(text: str) -> None:
 
 
 def test_default_version_is_pinned() -> None:
-    assert MemberSpec.parse("java").version == DEFAULT_CLIENT_VERSIONS["java"]
-    assert MemberSpec.parse("java").label == f"java@{DEFAULT_CLIENT_VERSIONS['java']}"
+    assert MemberSpec.parse("java").version == default_version("java")
+    assert MemberSpec.parse("java").label == f"java@{default_version('java')}"
 
 
 @pytest.mark.parametrize("text, message", [
@@ -48,7 +47,7 @@ def test_bad_specs_say_what_is_wrong(text: str, message: str) -> None:
 def test_the_protocol_is_part_of_the_label_and_classic_is_never_written() -> None:
     assert MemberSpec.parse("java@4.4.0+consumer").label == "java@4.4.0+consumer"
     assert MemberSpec.parse("java@4.4.0+classic") == MemberSpec.parse("java@4.4.0")
-    assert str(MemberSpec.parse("reference+classic/skip-revoke")) == f"reference@{DEFAULT_CLIENT_VERSIONS['reference']}/skip-revoke"
+    assert str(MemberSpec.parse("reference+classic/skip-revoke")) == f"reference@{default_version('reference')}/skip-revoke"
     assert MemberSpec.parse("reference+consumer/stale-epoch").protocol == "consumer"
 
 
@@ -121,7 +120,7 @@ def unreachable_registries(monkeypatch) -> Iterator[None]:
 
 
 def test_check_specs_asks_no_registry_for_an_installed_version_or_the_reference(unreachable_registries) -> None:
-    assert java.is_installed("4.4.0"), "make test's set-up installs java@4.4.0 (config.TEST_CLIENTS)"
+    assert java.is_installed("4.4.0"), "make test's set-up installs java@4.4.0 (kinds.setup_all_specs())"
     versions.check_specs(parse_specs("java@4.4.0,java@4.4.0,reference"))
     with pytest.raises(UsageError, match="java@2.3.0: the Java harness runs kafka-clients 2.4.0 or later"):
         versions.check_specs(parse_specs("java@4.4.0,java@2.3.0"))

@@ -22,6 +22,7 @@ from conformance.members.launch import MemberProcess, _python_env, launch_member
 from conformance.members.producer import runs
 from conformance.members.spec import MemberSpec
 from conformance.rundir import RunDir
+from conformance.members import kinds
 
 pytestmark = pytest.mark.slow  # real processes
 
@@ -88,7 +89,7 @@ def test_log_tail_keeps_the_last_lines(tmp_path: Path) -> None:
 
 def test_launch_member_writes_config_and_checks_spec(tmp_path: Path) -> None:
     run = RunDir.create(tmp_path, "launch")
-    cfg = HarnessConfig(member="r1", client="reference", client_version=config.DEFAULT_CLIENT_VERSIONS["reference"],
+    cfg = HarnessConfig(member="r1", client="reference", client_version=kinds.default_version("reference"),
                         bootstrap_servers="127.0.0.1:1", group_id="g", topics=["t"],
                         history_path=str(run.history("r1")))
     with Supervisor(run.logs) as sup:

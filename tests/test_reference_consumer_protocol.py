@@ -26,13 +26,14 @@ from conformance.members.spec import MemberSpec
 from conformance.reference import observe
 from conformance.reference.codes import FENCED_MEMBER_EPOCH, STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID
 from conformance.rundir import RunDir
+from conformance.members import kinds
 
 pytestmark = pytest.mark.slow
 
 PARTITIONS = 6
 BOUND_S = 45.0   # bound on waiting for a group state (shared 2-core machine)
 SLOTS = 8
-REFERENCE = config.DEFAULT_CLIENT_VERSIONS["reference"]
+REFERENCE = kinds.default_version("reference")
 CGH = "ConsumerGroupHeartbeat"
 
 

@@ -19,6 +19,7 @@ from conformance.jsonl import read_records
 from conformance.members.harness_config import HarnessConfig
 from conformance.protocol.consumer_group_heartbeat import HeartbeatResponse, TopicIdPartitions
 from conformance.reference.consumer_member import ConsumerProtocolMember, new_member_id
+from conformance.members import kinds
 
 TOPIC_ID = bytes(range(16))
 T = "t"
@@ -26,7 +27,7 @@ T = "t"
 
 def _member(tmp_path, faults: list[str] | None = None, **settings) -> ConsumerProtocolMember:
     extra = {"faults": faults or [], **settings.pop("extra", {})}
-    cfg = HarnessConfig(member="k", client="reference", client_version=config.DEFAULT_CLIENT_VERSIONS["reference"],
+    cfg = HarnessConfig(member="k", client="reference", client_version=kinds.default_version("reference"),
                         bootstrap_servers="127.0.0.1:1", group_id="g", topics=[T], group_protocol="consumer",
                         history_path=str(tmp_path / "k.jsonl"), extra=extra, **settings)
     member = ConsumerProtocolMember(cfg, HistoryWriter(cfg.history_path, "k", "reference", cfg.client_version))
@@ -138,7 +139,7 @@ def test_the_process_refuses_a_bad_setting_with_one_line_and_exit_2(tmp_path) ->
     import subprocess
     import sys
 
-    cfg = HarnessConfig(member="k", client="reference", client_version=config.DEFAULT_CLIENT_VERSIONS["reference"],
+    cfg = HarnessConfig(member="k", client="reference", client_version=kinds.default_version("reference"),
                         bootstrap_servers="127.0.0.1:1", group_id="g", topics=[T], group_protocol="consumer",
                         history_path=str(tmp_path / "k.jsonl"), extra={"server_assignor": "sticky"})
     path = cfg.write(tmp_path / "k.json")

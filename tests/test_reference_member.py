@@ -32,13 +32,14 @@ from conformance.reference.claims import from_topic_partitions
 from conformance.reference.faults import V4_TRAILING
 from conformance.rundir import RunDir
 from conformance.scenarios.observe import GroupObserver
+from conformance.members import kinds
 
 pytestmark = pytest.mark.slow
 
 PARTITIONS = 6
 BOUND_S = 90.0  # generous bound on waiting for a group state (shared 2-core machine); never asserted
 SLOTS = 20      # member names are reused across tests: a name keeps its slot for the module
-REFERENCE = config.DEFAULT_CLIENT_VERSIONS["reference"]
+REFERENCE = kinds.default_version("reference")
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from conformance import config
 from conformance.history import HistoryWriter
 from conformance.jsonl import read_records
+from conformance.members import kinds
 from conformance.members.harness_config import HarnessConfig
 from conformance.members.spec import MemberSpec
 from conformance.reference.claims import from_topic_partitions
@@ -37,7 +37,7 @@ class CapturedData:
 
 
 def _member(tmp_path, faults: list[str]) -> tuple[ReferenceMember, CapturedData]:
-    cfg = HarnessConfig(member="r", client="reference", client_version=config.DEFAULT_CLIENT_VERSIONS["reference"],
+    cfg = HarnessConfig(member="r", client="reference", client_version=kinds.default_version("reference"),
                         bootstrap_servers="127.0.0.1:1", group_id="g", topics=["t"],
                         history_path=str(tmp_path / "r.jsonl"), extra={"faults": faults})
     member = ReferenceMember(cfg, HistoryWriter(cfg.history_path, "r", "reference", cfg.client_version))

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conformance import config, setup
+from conformance.members import kinds
 
 STEP = re.compile(r"setup: \[(\d+)/(\d+)\] (.+?)(?: \.\.\.|: done in (\d+\.\d)s)$")
 
@@ -37,7 +38,7 @@ def test_set_up_over_the_warm_cache_prints_each_step_as_it_starts_and_ends():
     started = [m.group(3) for m in steps if m and m.group(4) is None]
     ended = [m.group(3) for m in steps if m and m.group(4) is not None]
     # The default mix's clients, the default broker and toxiproxy: one step each, announced and finished.
-    n = len(config.DEFAULT_MIX) + 2
+    n = len(kinds.default_mix()) + 2
     assert started == ended and len(started) == n, text
     assert {m.group(2) for m in steps if m} == {str(n)}, text
     assert any(s.startswith("client java ") for s in started) and f"broker {config.DEFAULT_BROKER}" in started, text

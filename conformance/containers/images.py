@@ -8,7 +8,7 @@ Names (``ensure_images`` returns ``{part: image name}`` for what it made sure of
     conformance-base:bookworm               the base where no registry answers (mmdebstrap + docker import)
     conformance-broker:<kafka version>      e.g. conformance-broker:4.4.0
     conformance-toxiproxy:<version>         e.g. conformance-toxiproxy:v2.12.0
-    conformance-member-<kind>:<version>     reference, java, librdkafka, sarama, kafka-python, franz-go
+    conformance-member-<kind>:<version>     every kind whose module has an image recipe (``image``)
     conformance-tools:<suite version>       the suite itself: producer, wire tap, reference
 
 Every image carries the labels ``io.conformance.suite=1`` and ``io.conformance.inputs=<hash>``
@@ -55,8 +55,10 @@ Member images ``conformance-member-<kind>:<v>``
     (the file ``/opt/member/run`` shows the command). The config is the harness contract's JSON
     (:mod:`conformance.members.harness_config`); its ``history_path`` must be a path the container
     can write (mount the run directory). Run with ``--init`` (``init: true``): the harness gets
-    SIGTERM as on the processes path. librdkafka 1.x has no wheel for the image's Python 3.11:
-    those versions are refused (UsageError).
+    SIGTERM as on the processes path. What goes in comes from the kind's module
+    (:class:`conformance.members.kinds.ImageRecipe`: the Dockerfile, cache paths, pip requirement);
+    a version its recipe refuses (librdkafka 1.x: no wheel for the image's Python 3.11) is a
+    UsageError.
 
 Tools image ``conformance-tools:<suite version>``
     ``/opt/venv/bin/python`` with the suite on ``PYTHONPATH``, working directory
@@ -96,11 +98,6 @@ if TYPE_CHECKING:
     import docker
 
 LABEL_INPUTS = "io.conformance.inputs"
-#: The member kinds with an image (``conformance-member-<kind>:<version>``).
-MEMBER_KINDS: tuple[str, ...] = ("reference", "java", "librdkafka", "sarama", "kafka-python", "franz-go")
-#: Kinds whose harness is a static Go binary in the cache (``<kind>/<version>/harness``, the kind
-#: module's ``binary``): one image recipe, ``member-go.Dockerfile``.
-GO_HARNESS_KINDS: tuple[str, ...] = ("sarama", "franz-go")
 PUBLIC_BASE = "debian:bookworm-slim"
 LOCAL_BASE = "conformance-base:bookworm"
 DOCKER_DIR: Path = config.REPO_ROOT / "docker"
@@ -139,7 +136,13 @@ class Part:
 
     @property
     def context_dir(self) -> Path:
-        return CONTEXTS_DIR / self.image.replace(":", "-").removeprefix("conformance-")
+        return CONTEXTS_DIR / context_name(self.image)
+
+
+def context_name(image: str) -> str:
+    """The directory under ``.docker-context/`` where ``image``'s build context is staged
+    (``conformance-member-java:4.4.0`` -> ``member-java-4.4.0``)."""
+    return image.replace(":", "-").removeprefix("conformance-")
 
 
 # --------------------------------------------------------------------------- hashing and staging
@@ -221,13 +224,15 @@ def stage(part: Part) -> Path:
 # --------------------------------------------------------------------------- the parts
 
 
-def in_image(arg: str) -> str:
-    """A host path of the processes path's command as the same path inside the images."""
-    java = shutil.which("java")
+def in_image(arg: str, programs: Iterable[str] = ()) -> str:
+    """A host path of the processes path's command as the same path inside the images; the host's
+    path of one of ``programs`` (found on PATH) is that program's name (on the image's PATH)."""
     if arg == sys.executable:
         return IMAGE_PYTHON
-    if java and arg == java:
-        return "java"
+    for program in programs:
+        found = shutil.which(program)
+        if found and arg == found:
+            return program
     for host, inside in ((config.CACHE_DIR, IMAGE_CACHE), (config.REPO_ROOT, IMAGE_REPO)):
         host_s = str(host)
         if arg == host_s or arg.startswith(host_s + "/") or arg.startswith(host_s + os.pathsep):
@@ -241,17 +246,20 @@ def _shell_quote(s: str) -> str:
 
 
 def member_run_script(spec: MemberSpec) -> str:
-    """``/opt/member/run``: the kind's ``command()`` with paths mapped into the image."""
-    from conformance.members.kinds import kind_module
+    """``/opt/member/run``: the kind's ``command()`` with paths mapped into the image (and the
+    programs its image recipe names as on the image's PATH)."""
+    from conformance.members.kinds import image_recipe, kind_module
 
     marker = "/conformance-config-placeholder.json"
     argv, env = kind_module(spec.kind).command(spec.version, Path(marker))
     if argv[-1] != marker:
         raise SuiteError(f"{spec.kind}: its command does not end with the config path: {argv}")
+    recipe = image_recipe(spec.kind, spec.version)
+    programs = recipe.programs if recipe is not None else ()
     lines = ["#!/bin/sh", f"# The processes path's command of {spec.kind}@{spec.version}, paths mapped into the image.",
              'if [ "$#" -ne 1 ]; then echo "usage: run CONFIG_JSON" >&2; exit 2; fi']
-    lines += [f"export {k}={_shell_quote(in_image(v))}" for k, v in sorted(env.items())]
-    lines.append("exec " + " ".join(_shell_quote(in_image(a)) for a in argv[:-1]) + ' "$1"')
+    lines += [f"export {k}={_shell_quote(in_image(v, programs))}" for k, v in sorted(env.items())]
+    lines.append("exec " + " ".join(_shell_quote(in_image(a, programs)) for a in argv[:-1]) + ' "$1"')
     return "\n".join(lines) + "\n"
 
 
@@ -299,38 +307,42 @@ def toxiproxy_part(version: str = config.TOXIPROXY_VERSION) -> Part:
 
 
 def member_part(spec: MemberSpec) -> Part:
+    """The image of ``spec``'s kind and version, as its kind module's recipe says
+    (:class:`conformance.members.kinds.ImageRecipe`): the Dockerfile, the cache paths in its context,
+    the suite's sources and the client's pip requirement where it has them."""
+    from conformance.members.kinds import image_recipe
+
     kind, version = spec.kind, spec.version
     files: dict[str, Path] = {}
     texts = {"member/run": member_run_script(spec)}
-    if kind == "java":
-        from conformance.members.kinds import java
-        files[f"cache/java/{java.harness_jar().name}"] = java.harness_jar()
-        files[f"cache/java/kafka-clients-{version}"] = java.clients_dir(version)
-    elif kind in GO_HARNESS_KINDS:
-        from conformance.members.kinds import kind_module
-        files[f"cache/{kind}/{version}/harness"] = kind_module(kind).binary(version)
-    elif kind in ("librdkafka", "kafka-python", "reference"):
-        files.update(_suite_files())
-        if kind == "librdkafka":
-            from conformance.members.kinds import librdkafka
-            if librdkafka.needs_legacy_python(version):
-                raise UsageError(f"librdkafka@{version}: confluent-kafka {version} has no wheel for the images' "
-                                 f"Python 3.11; in containers use librdkafka 2.x")
-            texts["member/requirement"] = f"confluent-kafka=={version}\n"
-            texts["member/venv"] = f"{IMAGE_CACHE}/venvs/librdkafka-{version}\n"
-        elif kind == "kafka-python":
-            texts["member/requirement"] = f"kafka-python=={version}\n"
-            texts["member/venv"] = f"{IMAGE_CACHE}/venvs/kafka-python-{version}\n"
-        texts["suite/requirement"] = _suite_requirement() + "\n"
-    else:
+    recipe = image_recipe(kind, version)
+    if recipe is None:
         raise UsageError(f"no image for member kind {kind!r}")
-    dockerfile = ("member-python.Dockerfile" if kind in ("librdkafka", "kafka-python")
-                  else "member-go.Dockerfile" if kind in GO_HARNESS_KINDS else f"member-{kind}.Dockerfile")
+    if recipe.refused:
+        raise UsageError(f"{kind}@{version}: {recipe.refused}")
+    for path in recipe.cache:
+        files[f"cache/{path.relative_to(config.CACHE_DIR)}"] = path
+    if recipe.suite:
+        files.update(_suite_files())
+    if recipe.requirement:
+        texts["member/requirement"] = recipe.requirement + "\n"
+    if recipe.venv:
+        texts["member/venv"] = in_image(str(recipe.venv)) + "\n"
+    if recipe.suite:
+        texts["suite/requirement"] = _suite_requirement() + "\n"
     for name, src in files.items():
         if not src.exists():
             raise SuiteError(f"{kind}@{version}: {src} is not in the cache; run: conformance setup --clients {spec}")
-    return Part(f"member-{kind}", f"conformance-member-{kind}:{version}", dockerfile, files=files, texts=texts,
-                executable=("member/run",))
+    return Part(f"member-{kind}", f"conformance-member-{kind}:{version}", recipe.dockerfile, files=files,
+                texts=texts, executable=("member/run",))
+
+
+def has_image(spec: MemberSpec) -> bool:
+    """Whether ``spec``'s kind and version have a member image (a recipe that does not refuse it)."""
+    from conformance.members.kinds import image_recipe
+
+    recipe = image_recipe(spec.kind, spec.version)
+    return recipe is not None and recipe.refused is None
 
 
 def tools_part() -> Part:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 
-from conformance import config
 from conformance.errors import SuiteError
 from conformance.members.install import load_kind
 from conformance.members.known_issues import issues_of
@@ -86,7 +85,7 @@ def rows() -> list[tuple[str, str, str, str]]:
     and the invariants of its known issues (:mod:`conformance.members.known_issues`)."""
     out = []
     for kind in KIND_MODULES:
-        default = config.DEFAULT_CLIENT_VERSIONS.get(kind, "-")
+        default = kinds.default_versions().get(kind, "-")
         try:
             known = ", ".join(_with_issues(kind, v) for v in load_kind(kind).known_versions()) or "(none tested)"
             span = version_range(kind)

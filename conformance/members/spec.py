@@ -23,11 +23,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from conformance.config import DEFAULT_CLIENT_VERSIONS
 from conformance.errors import UsageError
 from conformance.members.harness_config import GROUP_PROTOCOLS
+from conformance.members.kinds import KIND_MODULES, default_version
 
-KINDS: tuple[str, ...] = tuple(DEFAULT_CLIENT_VERSIONS)
+KINDS: tuple[str, ...] = tuple(KIND_MODULES)
 
 #: Deliberate deviations of the reference consumer (see conformance.reference.faults).
 REFERENCE_FAULTS: tuple[str, ...] = (
@@ -80,10 +80,10 @@ class MemberSpec:
                              f"known: {', '.join(GROUP_PROTOCOLS)}")
         protocol = protocol or "classic"
         kind, _, version = head.partition("@")
-        if kind not in KINDS:
-            raise UsageError(f"member spec {raw!r}: unknown kind {kind!r}; known kinds: {', '.join(KINDS)}")
+        if kind not in KIND_MODULES:
+            raise UsageError(f"member spec {raw!r}: unknown kind {kind!r}; known kinds: {', '.join(KIND_MODULES)}")
         if "@" in head and not version:
-            raise UsageError(f"member spec {raw!r}: '@' must be followed by a version, e.g. {kind}@{DEFAULT_CLIENT_VERSIONS[kind]}")
+            raise UsageError(f"member spec {raw!r}: '@' must be followed by a version, e.g. {kind}@{default_version(kind)}")
         if version and not _VERSION_RE.fullmatch(version):
             raise UsageError(f"member spec {raw!r}: {version!r} is not a version")
         if faults and kind != "reference":
@@ -93,7 +93,7 @@ class MemberSpec:
             if fault not in known:
                 raise UsageError(f"member spec {raw!r}: unknown fault {fault!r} for a {protocol}-protocol member; "
                                  f"known faults: {', '.join(known)}")
-        return cls(kind=kind, version=version or DEFAULT_CLIENT_VERSIONS[kind], faults=tuple(faults),
+        return cls(kind=kind, version=version or default_version(kind), faults=tuple(faults),
                    protocol=protocol)
 
     @property

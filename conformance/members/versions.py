@@ -40,6 +40,7 @@ from conformance import config
 from conformance.errors import UsageError
 from conformance.members.kinds import broker_limit, kind_module, minor_versions, release_tuple
 from conformance.members.spec import MemberSpec
+from conformance.members import kinds
 
 _RELEASE = re.compile(r"[0-9]+(?:\.[0-9]+)*", re.ASCII)
 #: A Go pseudo-version (a commit): no listing has it; only the proxy's answer decides.
@@ -87,7 +88,7 @@ def problem(kind: str, version: str, available: Sequence[str] | None) -> str | N
     decided: the reference's one version, the kind's oldest runnable release)."""
     spec = f"{kind}@{version}"
     if kind == "reference":
-        own = config.DEFAULT_CLIENT_VERSIONS["reference"]
+        own = kinds.default_version("reference")
         return None if version == own else (f"{spec}: the reference consumer is part of the suite and has one "
                                             f"version, {own}; write reference or reference@{own}")
     if _PSEUDO.match(version) and available is not None:

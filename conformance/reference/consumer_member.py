@@ -82,6 +82,7 @@ from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
 from conformance import config
 from conformance.errors import UsageError
 from conformance.history import HistoryWriter
+from conformance.members import kinds
 from conformance.members.harness_config import HarnessConfig
 from conformance.protocol import consumer_group_heartbeat as cgh
 from conformance.reference.assignor import TP
@@ -97,7 +98,7 @@ from conformance.reference.connection import Connection, ConnectionLost, split_a
 from conformance.reference.consuming import FatalClientError, PartitionConsumer
 from conformance.reference.faults import ConsumerFaults
 
-CLIENT_VERSION = config.DEFAULT_CLIENT_VERSIONS["reference"]
+CLIENT_VERSION = kinds.default_version("reference")
 
 #: Server assignors a member may ask for (null: the broker's default, ``uniform``).
 SERVER_ASSIGNORS: tuple[str, ...] = ("uniform", "range")

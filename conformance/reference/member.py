@@ -86,8 +86,9 @@ from conformance.reference.codes import (
 from conformance.reference.connection import Connection, ConnectionLost, split_address
 from conformance.reference.consuming import FatalClientError, PartitionConsumer
 from conformance.reference.faults import Faults
+from conformance.members import kinds
 
-CLIENT_VERSION = config.DEFAULT_CLIENT_VERSIONS["reference"]
+CLIENT_VERSION = kinds.default_version("reference")
 
 @dataclass
 class JoinResult:

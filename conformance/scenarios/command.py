@@ -35,6 +35,7 @@ from conformance.scenarios.model import Scenario
 from conformance.scenarios.parse import check_targets, load_scenario
 from conformance.scenarios.runner import BACKENDS, Cell
 from conformance.spark_master import FORMS, check_spark_master
+from conformance.members import kinds
 
 
 #: The largest seed: a manifest's seed is judged as a 64-bit integer (the pipeline's ``cells.seed``).
@@ -188,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
     args.broker = config.DEFAULT_BROKER if args.broker is None else args.broker
     if args.broker not in config.BROKER_VERSIONS:
         raise UsageError(f"broker {args.broker!r} is not supported; supported: {', '.join(config.BROKER_VERSIONS)}")
-    specs = parse_specs(args.clients) if args.clients is not None else [MemberSpec.parse(s) for s in config.DEFAULT_MIX]
+    specs = parse_specs(args.clients) if args.clients is not None else [MemberSpec.parse(s) for s in kinds.default_mix()]
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
     notices: list[str] = []
     cells = build_cells(args.scenario or list(config.DEFAULT_SCENARIOS), specs, args.broker, seed, notice=notices.append)

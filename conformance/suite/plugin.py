@@ -19,6 +19,7 @@ from dataclasses import replace
 import pytest
 
 from conformance import config
+from conformance.members import kinds
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -42,7 +43,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     from conformance.scenarios.matrix import build_cells
 
     opt = metafunc.config.getoption
-    specs = parse_specs(opt("clients")) if opt("clients") is not None else [MemberSpec.parse(s) for s in config.DEFAULT_MIX]
+    specs = parse_specs(opt("clients")) if opt("clients") is not None else [MemberSpec.parse(s) for s in kinds.default_mix()]
     seed = opt("seed") if opt("seed") is not None else random.SystemRandom().randrange(1, 2**31)
     cells = [c for broker in (opt("broker") or [config.DEFAULT_BROKER])
              for c in build_cells(opt("scenario") or list(config.DEFAULT_SCENARIOS), specs, broker, seed)]

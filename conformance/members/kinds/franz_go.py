@@ -3,7 +3,7 @@
 ``franz-go@V`` is ``clients/franz-go/harness`` built by the suite's one Go build
 (:func:`conformance.go_install.build_harness`: module and build caches under ``config.GO_DIR``, no
 toolchain download, atomic and idempotent) against ``github.com/twmb/franz-go vV`` into
-``config.FRANZ_GO_DIR/V/harness``. The generated go.mod requires that one module at the exact
+``<CACHE_DIR>/franz-go/V/harness``. The generated go.mod requires that one module at the exact
 version (``go mod tidy`` takes kmsg and the rest at what that release requires). The one source
 builds against every release from :data:`OLDEST`; its one build tag, ``franzgo_848``
 (:func:`build_tags`, from :data:`FIRST_SERVER_SIDE_BALANCER`), adds ``kgo.ServerSideBalancer``.
@@ -43,19 +43,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conformance import config, go_install, registries
+from conformance import go_install, registries
 from conformance.errors import UsageError
+from conformance.members.golden import go_generator, run
 from conformance.members.harness_config import STRATEGIES
-from conformance.members.kinds import Feature, release_tuple
+from conformance.members.kinds import Feature, ImageRecipe, cache_dir, harness_dir, release_tuple
 from conformance.members.known_issues import KnownIssue
 
 KIND = "franz-go"
 MODULE = "github.com/twmb/franz-go"
-SOURCE_DIR: Path = config.CLIENTS_DIR / "franz-go" / "harness"
+SOURCE_DIR: Path = harness_dir(KIND) / "harness"
 
 #: The newest release on the Go module proxy (``go list -m github.com/twmb/franz-go@latest``, late 2026).
 DEFAULT_VERSION = "1.22.3"
-#: The longest the member's fetch long-poll waits for records: kgo's ``FetchMaxWait`` default for group consumers (5 s, ``cfg.validate``; the harness leaves it). P1 reads it.
+#: The longest the member's fetch long-poll waits for records (P1 reads it): kgo's ``FetchMaxWait`` default for group consumers (5 s, ``cfg.validate``; the harness leaves it).
 FETCH_MAX_WAIT_MS: int = 5000
 #: Versions exercised by the harness tests against a real broker; the default first.
 KNOWN_VERSIONS: tuple[str, ...] = ("1.22.3", "1.7.0")
@@ -145,13 +146,13 @@ def build_tags(version: str) -> list[str]:
 
 
 def binary(version: str) -> Path:
-    return config.FRANZ_GO_DIR / version / "harness"
+    return cache_dir(KIND) / version / "harness"
 
 
 def is_installed(version: str) -> bool:
     """True when the harness binary of ``version`` is built from the harness source now in the tree
     (stat and one small read: :func:`conformance.go_install.is_current`)."""
-    return go_install.is_current(config.FRANZ_GO_DIR / version, SOURCE_DIR)
+    return go_install.is_current(cache_dir(KIND) / version, SOURCE_DIR)
 
 
 def release_exists(version: str) -> bool:
@@ -167,7 +168,7 @@ def listed_versions() -> tuple[str, ...]:
 
 
 def ensure(version: str) -> None:
-    """Build the harness against franz-go ``version`` into FRANZ_GO_DIR/<version>/harness
+    """Build the harness against franz-go ``version`` into cache_dir(KIND)/<version>/harness
     (idempotent, atomic: :func:`conformance.go_install.build_harness`). UsageError (from
     :func:`conformance.members.versions.check`) for a release below :data:`OLDEST` or one the proxy
     does not serve, naming the nearest it lists."""
@@ -177,9 +178,21 @@ def ensure(version: str) -> None:
     problem = check(KIND, version)
     if problem:
         raise UsageError(problem)
-    go_install.build_harness(f"franz-go@{version}", SOURCE_DIR, config.FRANZ_GO_DIR / version, MODULE, version,
+    go_install.build_harness(f"franz-go@{version}", SOURCE_DIR, cache_dir(KIND) / version, MODULE, version,
                              tags=build_tags(version))
 
 
 def command(version: str, config_path: Path) -> tuple[list[str], dict[str, str]]:
     return [str(binary(version)), str(config_path)], {}
+
+
+def image(version: str) -> ImageRecipe:
+    """The member image: the static harness binary from the cache (the Go harnesses' one recipe)."""
+    return ImageRecipe("member-go.Dockerfile", cache=(binary(version),))
+
+
+def golden_vectors(version: str, work: Path) -> str:
+    """The golden vectors franz-go ``version`` writes (:mod:`conformance.members.golden`): the
+    generator (``clients/franz-go/golden``) built in a module requiring franz-go ``v<version>``."""
+    binary = go_generator(harness_dir(KIND) / "golden", work, MODULE, f"v{version}", f"the franz-go {version} generator")
+    return run([str(binary), "-version", f"v{version}"], f"the franz-go {version} generator")

@@ -30,10 +30,22 @@ from typing import Iterator
 
 from conformance import config, registries
 from conformance.errors import SuiteError, UsageError
+from conformance.members.golden import run
 from conformance.members.harness_config import STRATEGIES
-from conformance.members.kinds import Feature
+from conformance.members.kinds import Feature, ImageRecipe, cache_dir, harness_dir
 
 KIND = "java"
+#: The Java harness's Maven project (one source, compiled once against the oldest API).
+HARNESS_SRC: Path = harness_dir(KIND) / "harness"
+#: harness-<hash>.jar and kafka-clients-<V>/*.jar.
+JAVA_DIR: Path = cache_dir(KIND)
+#: JVM flags for a fast start: C1 only, class-data sharing, small serial heap.
+JVM_FLAGS: tuple[str, ...] = (
+    "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-XX:+UseSerialGC", "-Xms32m", "-Xmx256m",
+    "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dorg.slf4j.simpleLogger.logFile=System.err",
+)
+#: slf4j binding used when the resolved slf4j-api is 1.x (2.x resolves slf4j-simple 2.x).
+SLF4J_FALLBACK_VERSION: str = "1.7.36"
 MAIN_CLASS = "conformance.harness.Main"
 MAVEN_GROUP = "org.apache.kafka"
 MAVEN_ARTIFACT = "kafka-clients"
@@ -44,8 +56,10 @@ OLDEST: str = "2.4.0"
 OLDEST_WHY: str = f"the Java harness runs kafka-clients {OLDEST} or later (KIP-429 listener API)"
 
 DEFAULT_VERSION = "4.4.0"
-#: The longest the member's fetch long-poll waits for records: Java's ``fetch.max.wait.ms`` default (the harness leaves it). P1 reads it.
+#: The longest the member's fetch long-poll waits for records (P1 reads it): Java's ``fetch.max.wait.ms`` default (the harness leaves it).
 FETCH_MAX_WAIT_MS: int = 500
+#: In docker-compose.yml's default set: the protocol's own client, beside the reference.
+IN_COMPOSE_DEFAULT = True
 #: kafka-clients releases tested with the harness, the default first.
 KNOWN_VERSIONS: tuple[str, ...] = ("4.4.0", "3.9.2", "2.8.2", "2.4.1")
 #: What ``setup --all`` installs and CI's contract test runs: the newest, the oldest patch of the
@@ -116,7 +130,7 @@ def check_version(version: str) -> None:
 
 def harness_hash() -> str:
     """Hash of the harness source (pom and every file under src/): names the built jar."""
-    src = config.JAVA_HARNESS_SRC
+    src = HARNESS_SRC
     files = [src / "pom.xml", *sorted(p for p in (src / "src").rglob("*") if p.is_file())]
     digest = hashlib.sha256()
     for path in files:
@@ -125,11 +139,11 @@ def harness_hash() -> str:
 
 
 def harness_jar() -> Path:
-    return config.JAVA_DIR / f"harness-{harness_hash()}.jar"
+    return JAVA_DIR / f"harness-{harness_hash()}.jar"
 
 
 def clients_dir(version: str) -> Path:
-    return config.JAVA_DIR / f"kafka-clients-{version}"
+    return JAVA_DIR / f"kafka-clients-{version}"
 
 
 def is_installed(version: str) -> bool:
@@ -141,8 +155,8 @@ def is_installed(version: str) -> bool:
 
 @contextmanager
 def _locked() -> Iterator[None]:
-    config.JAVA_DIR.mkdir(parents=True, exist_ok=True)
-    with open(config.JAVA_DIR / ".lock", "w") as lock:
+    JAVA_DIR.mkdir(parents=True, exist_ok=True)
+    with open(JAVA_DIR / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield
@@ -172,9 +186,9 @@ def _build_harness() -> Path:
     jar = harness_jar()
     if jar.is_file():
         return jar
-    with tempfile.TemporaryDirectory(prefix="harness-build-", dir=config.JAVA_DIR) as tmp:
+    with tempfile.TemporaryDirectory(prefix="harness-build-", dir=JAVA_DIR) as tmp:
         work = Path(tmp) / "harness"
-        shutil.copytree(config.JAVA_HARNESS_SRC, work, ignore=shutil.ignore_patterns("target"))
+        shutil.copytree(HARNESS_SRC, work, ignore=shutil.ignore_patterns("target"))
         _mvn(["package"], work, "building the Java harness")
         staged = Path(tmp) / jar.name
         shutil.copy2(work / "target" / "harness.jar", staged)
@@ -197,14 +211,14 @@ def _resolve_clients(version: str) -> Path:
     target = clients_dir(version)
     if (target / f"kafka-clients-{version}.jar").is_file():
         return target
-    with tempfile.TemporaryDirectory(prefix=f"kafka-clients-{version}-", dir=config.JAVA_DIR) as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"kafka-clients-{version}-", dir=JAVA_DIR) as tmp:
         work = Path(tmp)
         (work / "pom.xml").write_text(_RESOLVE_POM.format(version=version), encoding="utf-8")
         lib = work / "lib"
         _mvn(["dependency:copy-dependencies", f"-DoutputDirectory={lib}", "-DincludeScope=runtime"], work,
              f"resolving kafka-clients {version}")
         api = sorted(lib.glob("slf4j-api-*.jar"))
-        slf4j = api[0].name[len("slf4j-api-"):-len(".jar")] if api else config.SLF4J_FALLBACK_VERSION
+        slf4j = api[0].name[len("slf4j-api-"):-len(".jar")] if api else SLF4J_FALLBACK_VERSION
         extra = [f"org.slf4j:slf4j-simple:{slf4j}"] + ([] if api else [f"org.slf4j:slf4j-api:{slf4j}"])
         for artifact in extra:
             _mvn(["dependency:copy", f"-Dartifact={artifact}", f"-DoutputDirectory={lib}"], work,
@@ -228,5 +242,25 @@ def command(version: str, config_path: Path) -> tuple[list[str], dict[str, str]]
     if not is_installed(version):
         raise UsageError(f"java@{version} is not set up; run: conformance setup --clients java@{version}")
     java = shutil.which("java") or "java"
-    argv = [java, *config.JAVA_HARNESS_JVM_FLAGS, "-cp", classpath(version), MAIN_CLASS, str(config_path)]
+    argv = [java, *JVM_FLAGS, "-cp", classpath(version), MAIN_CLASS, str(config_path)]
     return argv, {}
+
+
+def image(version: str) -> ImageRecipe:
+    """The member image: Java 17 (``java`` on its PATH) with the harness jar and the version's jars
+    from the cache."""
+    return ImageRecipe("member-java.Dockerfile", cache=(harness_jar(), clients_dir(version)), programs=("java",))
+
+
+def golden_vectors(version: str, work: Path) -> str:
+    """The golden vectors kafka-clients ``version`` writes (:mod:`conformance.members.golden`): the
+    generator (``clients/java/golden``, Maven) is compiled against the oldest API (the pom's default
+    kafka.version, 2.4.1) and run with ``version``'s jars on the class path."""
+    src = harness_dir(KIND) / "golden"
+    mvn = ["mvn", "-q", "-B", "-Dstyle.color=never", f"-Dmaven.repo.local={config.MAVEN_REPO}"]
+    run([*mvn, "compile"], "compiling the Java golden generator", cwd=src)
+    classpath = work / "classpath.txt"
+    run([*mvn, "dependency:build-classpath", f"-Dkafka.version={version}", f"-Dmdep.outputFile={classpath}"],
+        f"resolving kafka-clients {version}", cwd=src)
+    cp = f"{src / 'target' / 'classes'}{os.pathsep}{classpath.read_text(encoding='utf-8').rstrip(chr(10))}"
+    return run(["java", "-cp", cp, "conformance.golden.GoldenVectors"], f"the Java {version} golden generator")

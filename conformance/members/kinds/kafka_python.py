@@ -22,11 +22,13 @@ from 2.0.0 runs.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from conformance import config, registries
+from conformance.members.golden import run
 from conformance.members.harness_config import STRATEGIES
-from conformance.members.kinds import Feature, release_tuple
+from conformance.members.kinds import Feature, ImageRecipe, harness_dir, release_tuple
 from conformance.members.known_issues import KnownIssue
 from conformance.members.pypi_venv import MARKER, install_pypi_venv, python_env, venv_dir, venv_python
 
@@ -37,10 +39,10 @@ REGISTRY = f"PyPI ({PYPI_PACKAGE})"
 #: The oldest release the harness runs, and why.
 OLDEST = "2.0.0"
 OLDEST_WHY = "the kafka-python harness supports kafka-python 2.0.0 or later (1.x releases are not tried)"
-HARNESS: Path = config.CLIENTS_DIR / "kafka-python" / "harness.py"
+HARNESS: Path = harness_dir(KIND) / "harness.py"
 
 DEFAULT_VERSION = "3.0.12"
-#: The longest the member's fetch long-poll waits for records: kafka-python's ``fetch_max_wait_ms`` default (the harness leaves it). P1 reads it.
+#: The longest the member's fetch long-poll waits for records (P1 reads it): kafka-python's ``fetch_max_wait_ms`` default (the harness leaves it).
 FETCH_MAX_WAIT_MS: int = 500
 #: Versions exercised by the harness tests against a real broker, the default first.
 KNOWN_VERSIONS: tuple[str, ...] = ("3.0.12", "2.3.3", "2.0.6")
@@ -115,3 +117,25 @@ def ensure(version: str) -> None:
 
 def command(version: str, config_path: Path) -> tuple[list[str], dict[str, str]]:
     return [str(venv_python(KIND, version)), str(HARNESS), str(config_path)], python_env()
+
+
+def image(version: str) -> ImageRecipe:
+    """The member image: the suite's Python with kafka-python ``version`` in its venv path."""
+    return ImageRecipe("member-python.Dockerfile", suite=True, requirement=f"{PYPI_PACKAGE}=={version}",
+                       venv=venv_dir(KIND, version))
+
+
+def golden_vectors(version: str, work: Path) -> str:
+    """The golden vectors kafka-python ``version`` writes (:mod:`conformance.members.golden`):
+    ``clients/kafka-python/golden/generate.py`` run in the release's own venv
+    (``VENVS_DIR/golden-kafka-python-<version>``, Python 3.11; ``.complete`` is written last, so a
+    half-built venv is rebuilt)."""
+    venv = config.VENVS_DIR / f"golden-{KIND}-{version}"
+    if not (venv / ".complete").is_file():
+        shutil.rmtree(venv, ignore_errors=True)
+        run(["python3.11", "-m", "venv", str(venv)], f"creating {venv}")
+        run([str(venv / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check", f"{PYPI_PACKAGE}=={version}"],
+            f"installing {PYPI_PACKAGE}=={version} into {venv}")
+        (venv / ".complete").touch()
+    return run([str(venv / "bin" / "python"), str(harness_dir(KIND) / "golden" / "generate.py")],
+               f"the kafka-python {version} generator")

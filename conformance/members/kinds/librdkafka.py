@@ -71,10 +71,10 @@ import re
 import subprocess
 from pathlib import Path
 
-from conformance import config, registries
+from conformance import registries
 from conformance.members.interpreters import find_python
 from conformance.members.harness_config import STRATEGIES
-from conformance.members.kinds import BrokerLimit, Feature, release_tuple
+from conformance.members.kinds import BrokerLimit, Feature, ImageRecipe, harness_dir, release_tuple
 from conformance.members.known_issues import KnownIssue
 from conformance.members.pypi_venv import MARKER, install_pypi_venv, python_env, venv_dir, venv_python
 
@@ -89,10 +89,10 @@ OLDEST_WHY = ("the harness rebalances cooperatively with Consumer.incremental_as
 #: The Python of a release's venv where the suite's own has no wheel of it: (first release that no
 #: longer needs it, Python minor), oldest first (see the module docstring for the wheels).
 LEGACY_PYTHONS: tuple[tuple[tuple[int, ...], str], ...] = (((1, 9, 0), "3.9"), ((2, 0, 0), "3.10"))
-HARNESS: Path = config.CLIENTS_DIR / "librdkafka" / "harness.py"
+HARNESS: Path = harness_dir(KIND) / "harness.py"
 
 DEFAULT_VERSION = "2.16.1"
-#: The longest the member's fetch long-poll waits for records: librdkafka's ``fetch.wait.max.ms`` default (the harness leaves it). P1 reads it.
+#: The longest the member's fetch long-poll waits for records (P1 reads it): librdkafka's ``fetch.wait.max.ms`` default (the harness leaves it).
 FETCH_MAX_WAIT_MS: int = 500
 #: Versions exercised by the harness tests against a real broker, the default first.
 KNOWN_VERSIONS: tuple[str, ...] = ("2.16.1", "2.0.2", "1.9.2")
@@ -235,3 +235,12 @@ def library_version(version: str) -> str | None:
 
 def command(version: str, config_path: Path) -> tuple[list[str], dict[str, str]]:
     return [str(venv_python(KIND, version)), str(HARNESS), str(config_path)], python_env()
+
+
+def image(version: str) -> ImageRecipe:
+    """The member image: the suite's Python with confluent-kafka ``version`` in its venv path; none
+    for a release that needs an older Python than the images' 3.11 (:func:`needs_legacy_python`)."""
+    refused = (f"confluent-kafka {version} has no wheel for the images' Python 3.11; in containers use "
+               f"librdkafka 2.x") if needs_legacy_python(version) else None
+    return ImageRecipe("member-python.Dockerfile", suite=True, requirement=f"{PYPI_PACKAGE}=={version}",
+                       venv=venv_dir(KIND, version), refused=refused)

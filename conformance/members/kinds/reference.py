@@ -12,14 +12,16 @@ from pathlib import Path
 
 from conformance import __version__, config
 from conformance.members.harness_config import STRATEGIES
-from conformance.members.kinds import Feature
+from conformance.members.kinds import Feature, ImageRecipe
 
 KIND = "reference"
 #: The suite's own version: the reference consumer has this one.
 DEFAULT_VERSION: str = __version__
-#: The longest the member's fetch long-poll waits for records: the reference consumer's Fetch ``max_wait_ms``. P1 reads it.
+#: The longest the member's fetch long-poll waits for records (P1 reads it): the reference consumer's Fetch ``max_wait_ms``.
 FETCH_MAX_WAIT_MS: int = config.REFERENCE_FETCH_MAX_WAIT_MS
 KNOWN_VERSIONS: tuple[str, ...] = (DEFAULT_VERSION,)
+#: In docker-compose.yml's default set: the suite's own consumer, needing nothing but the suite.
+IN_COMPOSE_DEFAULT = True
 #: Everything the harness contract asks for (conformance/reference/member.py).
 FEATURES: tuple[Feature, ...] = tuple(Feature(name) for name in (
     "cooperative", "static-membership", "assignor-list", "mix-eager-cooperative", "consumer-protocol",
@@ -49,3 +51,8 @@ def supports_cooperative(version: str) -> bool:
 
 def strategies_supported(version: str) -> list[str]:
     return list(STRATEGIES)
+
+
+def image(version: str) -> ImageRecipe:
+    """The member image: the suite itself on the images' Python (nothing from the cache)."""
+    return ImageRecipe("member-reference.Dockerfile", suite=True)

@@ -1,8 +1,8 @@
 """Member kind ``sarama``: the Go client Sarama, one harness binary per version.
 
 ``sarama@V`` is ``clients/sarama/harness`` built with the Go toolchain against
-Sarama ``vV`` into ``config.SARAMA_DIR/V/harness`` (module cache under
-``config.GO_DIR``). The build is atomic (a temporary directory renamed into
+Sarama ``vV`` into ``<CACHE_DIR>/sarama/V/harness`` (the kind's
+:func:`~conformance.members.kinds.cache_dir`; module cache under ``config.GO_DIR``). The build is atomic (a temporary directory renamed into
 place) and idempotent (a finished binary is reused).
 
 Module path: releases up to 1.38.1 are ``github.com/Shopify/sarama``; from
@@ -60,19 +60,20 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from conformance import config, go_install, registries
+from conformance import go_install, registries
 from conformance.errors import UsageError
+from conformance.members.golden import go_generator, run
 from conformance.members.harness_config import STRATEGIES
-from conformance.members.kinds import Feature, release_tuple
+from conformance.members.kinds import Feature, ImageRecipe, cache_dir, harness_dir, release_tuple
 from conformance.members.known_issues import KnownIssue
 
 KIND = "sarama"
-SOURCE_DIR: Path = config.CLIENTS_DIR / "sarama" / "harness"
+SOURCE_DIR: Path = harness_dir(KIND) / "harness"
 IBM_MODULE = "github.com/IBM/sarama"
 SHOPIFY_MODULE = "github.com/Shopify/sarama"
 
 DEFAULT_VERSION = "1.61.1"
-#: The longest the member's fetch long-poll waits for records: Sarama's ``Consumer.MaxWaitTime`` default (``NewConfig``; the harness leaves it). P1 reads it.
+#: The longest the member's fetch long-poll waits for records (P1 reads it): Sarama's ``Consumer.MaxWaitTime`` default (``NewConfig``; the harness leaves it).
 FETCH_MAX_WAIT_MS: int = 500
 #: Versions exercised by the harness tests against a real broker, the default first.
 KNOWN_VERSIONS: tuple[str, ...] = ("1.61.1", "1.38.1", "1.30.0", "1.27.2", "1.19.0")
@@ -162,7 +163,7 @@ def build_tags(version: str) -> list[str]:
 
 
 def binary(version: str) -> Path:
-    return config.SARAMA_DIR / version / "harness"
+    return cache_dir(KIND) / version / "harness"
 
 
 def module_for(version: str) -> str | None:
@@ -190,11 +191,11 @@ def listed_versions() -> tuple[str, ...]:
 def is_installed(version: str) -> bool:
     """True when the harness binary of ``version`` is built from the harness source now in the tree
     (stat and one small read: :func:`conformance.go_install.is_current`)."""
-    return go_install.is_current(config.SARAMA_DIR / version, SOURCE_DIR)
+    return go_install.is_current(cache_dir(KIND) / version, SOURCE_DIR)
 
 
 def ensure(version: str) -> None:
-    """Build the harness against Sarama ``version`` into SARAMA_DIR/<version>/harness (idempotent,
+    """Build the harness against Sarama ``version`` into cache_dir(KIND)/<version>/harness (idempotent,
     atomic: :func:`conformance.go_install.build_harness`)."""
     if is_installed(version):
         return
@@ -204,7 +205,7 @@ def ensure(version: str) -> None:
         raise UsageError(check(KIND, version) or f"sarama@{version}: the Go module proxy has no such release")
     coop_member = "true" if supports_cooperative(version) else "false"
     go_install.build_harness(
-        f"sarama@{version}", SOURCE_DIR, config.SARAMA_DIR / version, module, version,
+        f"sarama@{version}", SOURCE_DIR, cache_dir(KIND) / version, module, version,
         tags=build_tags(version),
         ldflags=[f"-X main.moduleName={module}", f"-X main.cooperativeMember={coop_member}"],
         # A replace directive cannot rename a module, so a Shopify release gets the import rewritten.
@@ -214,3 +215,18 @@ def ensure(version: str) -> None:
 
 def command(version: str, config_path: Path) -> tuple[list[str], dict[str, str]]:
     return [str(binary(version)), str(config_path)], {}
+
+
+def image(version: str) -> ImageRecipe:
+    """The member image: the static harness binary from the cache (the Go harnesses' one recipe)."""
+    return ImageRecipe("member-go.Dockerfile", cache=(binary(version),))
+
+
+def golden_vectors(version: str, work: Path) -> str:
+    """The golden vectors Sarama ``version`` writes (:mod:`conformance.members.golden`): the generator
+    (``clients/sarama/golden``, importing ``github.com/IBM/sarama``) built against the release's
+    module path with its build tags (:data:`GOLDEN_RELEASES`)."""
+    module, tag, tags = next(r for r in GOLDEN_RELEASES if r[1].removeprefix("v") == version)
+    binary = go_generator(harness_dir(KIND) / "golden", work, module, tag, f"the Sarama {tag} generator", tags=tags,
+                          import_path=IBM_MODULE)
+    return run([str(binary), "-version", tag], f"the Sarama {tag} generator")
