@@ -56,7 +56,8 @@ SOURCE_DIR: Path = harness_dir(KIND) / "harness"
 
 #: The newest release on the Go module proxy (``go list -m github.com/twmb/franz-go@latest``, late 2026).
 DEFAULT_VERSION = "1.22.3"
-#: The longest the member's fetch long-poll waits for records (P1 reads it): kgo's ``FetchMaxWait`` default for group consumers (5 s, ``cfg.validate``; the harness leaves it).
+#: The longest the member's fetch long-poll waits for records (P1 reads it):
+#: kgo's ``FetchMaxWait`` default for group consumers (5 s, ``cfg.validate``; the harness leaves it).
 FETCH_MAX_WAIT_MS: int = 5000
 #: Versions exercised by the harness tests against a real broker; the default first.
 KNOWN_VERSIONS: tuple[str, ...] = ("1.22.3", "1.7.0")

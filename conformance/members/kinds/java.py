@@ -56,7 +56,8 @@ OLDEST: str = "2.4.0"
 OLDEST_WHY: str = f"the Java harness runs kafka-clients {OLDEST} or later (KIP-429 listener API)"
 
 DEFAULT_VERSION = "4.4.0"
-#: The longest the member's fetch long-poll waits for records (P1 reads it): Java's ``fetch.max.wait.ms`` default (the harness leaves it).
+#: The longest the member's fetch long-poll waits for records (P1 reads it):
+#: Java's ``fetch.max.wait.ms`` default (the harness leaves it).
 FETCH_MAX_WAIT_MS: int = 500
 #: In docker-compose.yml's default set: the protocol's own client, beside the reference.
 IN_COMPOSE_DEFAULT = True

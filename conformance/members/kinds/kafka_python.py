@@ -42,7 +42,8 @@ OLDEST_WHY = "the kafka-python harness supports kafka-python 2.0.0 or later (1.x
 HARNESS: Path = harness_dir(KIND) / "harness.py"
 
 DEFAULT_VERSION = "3.0.12"
-#: The longest the member's fetch long-poll waits for records (P1 reads it): kafka-python's ``fetch_max_wait_ms`` default (the harness leaves it).
+#: The longest the member's fetch long-poll waits for records (P1 reads it):
+#: kafka-python's ``fetch_max_wait_ms`` default (the harness leaves it).
 FETCH_MAX_WAIT_MS: int = 500
 #: Versions exercised by the harness tests against a real broker, the default first.
 KNOWN_VERSIONS: tuple[str, ...] = ("3.0.12", "2.3.3", "2.0.6")

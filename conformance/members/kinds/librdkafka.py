@@ -92,7 +92,8 @@ LEGACY_PYTHONS: tuple[tuple[tuple[int, ...], str], ...] = (((1, 9, 0), "3.9"), (
 HARNESS: Path = harness_dir(KIND) / "harness.py"
 
 DEFAULT_VERSION = "2.16.1"
-#: The longest the member's fetch long-poll waits for records (P1 reads it): librdkafka's ``fetch.wait.max.ms`` default (the harness leaves it).
+#: The longest the member's fetch long-poll waits for records (P1 reads it):
+#: librdkafka's ``fetch.wait.max.ms`` default (the harness leaves it).
 FETCH_MAX_WAIT_MS: int = 500
 #: Versions exercised by the harness tests against a real broker, the default first.
 KNOWN_VERSIONS: tuple[str, ...] = ("2.16.1", "2.0.2", "1.9.2")

@@ -17,7 +17,8 @@ from conformance.members.kinds import Feature, ImageRecipe
 KIND = "reference"
 #: The suite's own version: the reference consumer has this one.
 DEFAULT_VERSION: str = __version__
-#: The longest the member's fetch long-poll waits for records (P1 reads it): the reference consumer's Fetch ``max_wait_ms``.
+#: The longest the member's fetch long-poll waits for records (P1 reads it):
+#: the reference consumer's Fetch ``max_wait_ms``.
 FETCH_MAX_WAIT_MS: int = config.REFERENCE_FETCH_MAX_WAIT_MS
 KNOWN_VERSIONS: tuple[str, ...] = (DEFAULT_VERSION,)
 #: In docker-compose.yml's default set: the suite's own consumer, needing nothing but the suite.

@@ -73,7 +73,8 @@ IBM_MODULE = "github.com/IBM/sarama"
 SHOPIFY_MODULE = "github.com/Shopify/sarama"
 
 DEFAULT_VERSION = "1.61.1"
-#: The longest the member's fetch long-poll waits for records (P1 reads it): Sarama's ``Consumer.MaxWaitTime`` default (``NewConfig``; the harness leaves it).
+#: The longest the member's fetch long-poll waits for records (P1 reads it):
+#: Sarama's ``Consumer.MaxWaitTime`` default (``NewConfig``; the harness leaves it).
 FETCH_MAX_WAIT_MS: int = 500
 #: Versions exercised by the harness tests against a real broker, the default first.
 KNOWN_VERSIONS: tuple[str, ...] = ("1.61.1", "1.38.1", "1.30.0", "1.27.2", "1.19.0")
