@@ -326,7 +326,7 @@ def member_part(spec: MemberSpec) -> Part:
         raise UsageError(f"no image for member kind {kind!r}")
     dockerfile = ("member-python.Dockerfile" if kind in ("librdkafka", "kafka-python")
                   else "member-go.Dockerfile" if kind in GO_HARNESS_KINDS else f"member-{kind}.Dockerfile")
-    for name, src in files.items():
+    for _name, src in files.items():
         if not src.exists():
             raise SuiteError(f"{kind}@{version}: {src} is not in the cache; run: conformance setup --clients {spec}")
     return Part(f"member-{kind}", f"conformance-member-{kind}:{version}", dockerfile, files=files, texts=texts,
@@ -369,7 +369,7 @@ def base_image(client: "docker.DockerClient") -> str:
     try:
         client.images.pull(PUBLIC_BASE)
         return PUBLIC_BASE
-    except Exception:  # noqa: BLE001 - no registry answers: build the base from Debian's packages
+    except Exception:  # no registry answers: build the base from Debian's packages
         pass
     ensure_local_base(client)
     return LOCAL_BASE

@@ -79,7 +79,7 @@ class PartitionConsumer:
             self.error(str(exc), fatal=True)
             self.history.record("stopped", reason=f"fatal: {exc}")
             return 1
-        except Exception as exc:  # noqa: BLE001 - recorded, then the process exits non-zero
+        except Exception as exc:  # recorded, then the process exits non-zero
             self.error(f"unexpected {type(exc).__name__}: {exc}", fatal=True)
             self.history.record("stopped", reason=f"fatal: {type(exc).__name__}")
             return 1
