@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 #: The repository root (the directory holding ``pyproject.toml``).
 REPO_ROOT: Path = Path(__file__).resolve().parent.parent
@@ -239,6 +240,11 @@ BALANCED_ASSIGNORS: tuple[str, ...] = ("cooperative-sticky", "sticky", "roundrob
 # Client kinds: derived from the registry of kinds (conformance.members.kinds), where each
 # kind's module owns its versions; these names are kept for the code that reads them here.
 # ---------------------------------------------------------------------------
+
+if TYPE_CHECKING:  # what __getattr__ below answers, for the type checker
+    DEFAULT_CLIENT_VERSIONS: dict[str, str]
+    DEFAULT_MIX: tuple[str, ...]
+    TEST_CLIENTS: tuple[str, ...]
 
 
 def __getattr__(name: str) -> object:
