@@ -1,11 +1,14 @@
 # The two commands of README.md. Each does all set-up (idempotent) first.
-.PHONY: matrix test test-nightly test-containers soak bootstrap setup setup-all lock
+.PHONY: matrix test lint test-nightly test-containers soak bootstrap setup setup-all lock
 
 matrix: setup            ## set up and run the default compatibility matrix
 	.venv/bin/conformance run
 
-test: setup-all          ## set up and run the project's tests
+test: setup-all lint     ## set up, lint, then run the project's tests (a lint failure stops here)
 	.venv/bin/python -m pytest
+
+lint: bootstrap          ## ruff, mypy, gofmt and go vet (scripts/lint.sh; settings in pyproject.toml)
+	bash scripts/lint.sh
 
 test-nightly: setup-all  ## the tests plus the nightly tier (long real cells: every reference fault, ...)
 	# SHARD=I/N: the I-th of N shards of them (whole modules), leaving the container backend's

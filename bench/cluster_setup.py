@@ -28,13 +28,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from conformance import config  # noqa: E402
-from conformance.cluster.cluster import Cluster  # noqa: E402
-from conformance.cluster.install import ensure_broker, ensure_toxiproxy  # noqa: E402
-from conformance.cluster.ports import free_port  # noqa: E402
-from conformance.cluster.supervisor import Supervisor  # noqa: E402
-from conformance.cluster.tap import WireTap  # noqa: E402
-from conformance.rundir import RunDir  # noqa: E402
+from conformance import config
+from conformance.cluster.cluster import Cluster
+from conformance.cluster.install import ensure_broker, ensure_toxiproxy
+from conformance.cluster.ports import free_port
+from conformance.cluster.supervisor import Supervisor
+from conformance.cluster.tap import WireTap
+from conformance.rundir import RunDir
 
 _ECHO = textwrap.dedent("""
     import socket, struct, sys

@@ -61,7 +61,10 @@ def main() -> None:
                     if cluster:
                         assigned.append(first_event(m.history_path, "assigned", 0) - t0)
                     m.terminate()
-                med = lambda xs: f"{statistics.median(xs):.2f}" if xs else "-"
+
+                def med(xs: list[float]) -> str:
+                    return f"{statistics.median(xs):.2f}" if xs else "-"
+
                 print(f"{version:<8} {med(started):>16} {med(assigned):>16}   (median of {args.runs})")
             if cluster:
                 cluster.__exit__(None, None, None)

@@ -23,7 +23,7 @@ import host_reference
 import recorded_run
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))   # the tests' story builder
-from stories.builder import CellBuilder  # noqa: E402
+from stories.builder import CellBuilder
 
 
 def build(root: Path, events: int, cells: int) -> tuple[list[Path], int]:

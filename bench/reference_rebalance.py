@@ -163,7 +163,7 @@ def main() -> None:
                 print(f"round {i + 1} ({kind:5}): rebalance start -> ref consuming again "
                       f"{figures['to_consuming_ms']:7.0f} ms   (rebalance {figures['rebalance_ms']:6.0f} ms, "
                       f"ref's longest consumption gap {figures['max_gap_ms']:6.0f} ms)", flush=True)
-            for name, proc in bench.procs.items():
+            for proc in bench.procs.values():
                 if proc.alive():
                     proc.terminate(timeout=30)
 

@@ -314,7 +314,7 @@ def _outcomes(runs: Path, files: list[Path], first: int, seed: int, exit_code: i
     by_dir = {Path(v.get("run_dir") or "").name: v for v in s.get("cells") or []}
     dirs = sorted((p.name for p in runs.glob("*/runs/*")), key=_copy_number)
     outcomes = []
-    for k, f in enumerate(files):
+    for k, _f in enumerate(files):
         cut = interrupt_fraction is not None and k == len(files) - 1
         c = CellOutcome(first + k, seed, wait_s if cut else None, seconds, exit_code, interrupted=cut)
         name = dirs[k] if k < len(dirs) else None

@@ -8,6 +8,8 @@ toolchain download, ``CGO_ENABLED=0``):
   MODULE/PACKAGE@VERSION``.
 - :func:`build_harness`: a client harness (``clients/<kind>/harness``, package main) against
   one client module at one exact version (the Sarama and franz-go kinds).
+- :func:`vet_package`: ``go vet`` over such a package, in the module the build would write
+  (:func:`write_module`), for ``make lint``.
 
 Guarantees of :func:`go_install`:
 
@@ -93,6 +95,59 @@ def is_current(dest: Path, source: Path) -> bool:
         return False
 
 
+def write_module(source: Path, src: Path, module: str, version: str, *, rewrite: Mapping[str, str] | None = None,
+                 extra_files: Mapping[str, str] | None = None) -> str:
+    """Write into the empty directory ``src`` the module a build of the package ``source`` runs in:
+    its ``*.go`` files (``rewrite`` applied: old -> new text), ``extra_files`` (name -> text) and a
+    go.mod requiring ``module`` at exactly ``v<version>``. Returns the go.mod's language version."""
+    for f in sorted(source.glob("*.go")):
+        text = f.read_text(encoding="utf-8")
+        for old, new in (rewrite or {}).items():
+            text = text.replace(old, new)
+        (src / f.name).write_text(text, encoding="utf-8")
+    for fname, text in (extra_files or {}).items():
+        (src / fname).write_text(text, encoding="utf-8")
+    go = go_language_version()
+    v = version if version.startswith("v") else f"v{version}"
+    (src / "go.mod").write_text(f"module conformance/{source.parent.name}-{source.name}\n\ngo {go}\n\n"
+                                f"require {module} {v}\n", encoding="utf-8")
+    return go
+
+
+def vet_package(source: Path, module: str, version: str, tag_sets: Sequence[Sequence[str]]) -> list[str]:
+    """``go vet`` over the Go package ``source`` (a harness or golden generator, no go.mod of its own)
+    in a temporary module requiring ``module`` at ``version`` (:func:`write_module`), once per build
+    tag set of ``tag_sets``. Returns vet's findings, each ``<source>/<file>:<line>:<col>: <message>``
+    (the same finding under two tag sets once), in order; none when clean. SuiteError when ``go mod
+    tidy`` fails (the module cannot be resolved), quoting Go's output."""
+    if shutil.which("go") is None:
+        raise SuiteError(f"go vet {source}: the Go toolchain (`go`) is not on PATH")
+    findings: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="conformance-vet-") as tmp:
+        src = Path(tmp)
+        write_module(source, src, module, version)
+        tidy = subprocess.run(["go", "mod", "tidy"], cwd=src, env=go_env(), capture_output=True, text=True,
+                              timeout=900)
+        if tidy.returncode != 0:
+            raise SuiteError(f"go vet {source}: `go mod tidy` against {module} v{version} failed:\n"
+                             f"{(tidy.stdout + tidy.stderr)[-3000:]}")
+        for tags in tag_sets:
+            vet = subprocess.run(["go", "vet", f"-tags={','.join(tags)}", "."], cwd=src, env=go_env(),
+                                 capture_output=True, text=True, timeout=900)
+            said = False
+            for line in (vet.stdout + vet.stderr).splitlines():
+                if not line.strip() or line.startswith("# "):  # the package heading before its findings
+                    continue
+                said = True
+                line = line.replace(str(src) + "/", "").removeprefix("./")
+                finding = f"{source}/{line}" if re.match(r"[\w.-]+\.go:\d", line) else f"{source}: {line}"
+                if finding not in findings:
+                    findings.append(finding)
+            if vet.returncode != 0 and not said:
+                findings.append(f"{source}: `go vet -tags={','.join(tags)}` exited {vet.returncode} saying nothing")
+    return findings
+
+
 def build_harness(name: str, source: Path, dest: Path, module: str, version: str, *,
                   tags: Sequence[str] = (), ldflags: Sequence[str] = (), rewrite: Mapping[str, str] | None = None,
                   extra_files: Mapping[str, str] | None = None, record: Mapping[str, Any] | None = None) -> Path:
@@ -121,17 +176,7 @@ def build_harness(name: str, source: Path, dest: Path, module: str, version: str
         try:
             src = tmp / "src"
             src.mkdir()
-            for f in sorted(source.glob("*.go")):
-                text = f.read_text(encoding="utf-8")
-                for old, new in (rewrite or {}).items():
-                    text = text.replace(old, new)
-                (src / f.name).write_text(text, encoding="utf-8")
-            for fname, text in (extra_files or {}).items():
-                (src / fname).write_text(text, encoding="utf-8")
-            go = go_language_version()
-            v = version if version.startswith("v") else f"v{version}"
-            (src / "go.mod").write_text(f"module conformance/{source.parent.name}-harness\n\ngo {go}\n\n"
-                                        f"require {module} {v}\n", encoding="utf-8")
+            go = write_module(source, src, module, version, rewrite=rewrite, extra_files=extra_files)
             steps = [["go", "mod", "tidy"],
                      ["go", "build", "-trimpath", f"-tags={','.join(tags)}", f"-ldflags={' '.join(ldflags)}",
                       "-o", str(tmp / "harness"), "."]]

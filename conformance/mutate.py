@@ -175,9 +175,9 @@ class RunEdit:
             open_: dict[TP, tuple[int, float, int]] = {}
             inc = 0
 
-            def close(tp: TP, i: int | None, ts: float, reason: str) -> None:
-                s_i, s_ts, s_inc = open_.pop(tp)
-                out.append(Interval(member, s_inc, tp, s_i, s_ts, i, ts, reason))
+            def close(tp: TP, i: int | None, ts: float, reason: str) -> None:  # called in this member's loop only
+                s_i, s_ts, s_inc = open_.pop(tp)  # noqa: B023
+                out.append(Interval(member, s_inc, tp, s_i, s_ts, i, ts, reason))  # noqa: B023
 
             for i, e in enumerate(events):
                 kind = e["event"]
@@ -649,7 +649,7 @@ def kept_revoked_across_rebalance(run: RunEdit) -> tuple[str | None, str]:
         gens = [(i, e) for i, e in enumerate(events) if iv.start_i < i and e["ts"] < iv.end_ts
                 and (iv.end_i is None or i < iv.end_i) and e["event"] == "assigned"
                 and isinstance(e.get("generation"), int) and e.get("protocol") != "eager"]
-        for (i1, a1), (i2, a2) in zip(gens, gens[1:]):
+        for (i1, a1), (_i2, a2) in zip(gens, gens[1:]):
             g1, g2 = a1["generation"], a2["generation"]
             if g2 <= g1 or g1 not in ids or g2 not in ids or ids[g1] == ids[g2]:
                 continue
@@ -800,7 +800,7 @@ def stale_generation_commit(run: RunEdit) -> tuple[str | None, str]:
         f = run.wire[i]
         if (f.get("error_code") or 0) == 0 and isinstance(f.get("generation"), int):
             formed.setdefault(f["generation"], f["ts"])
-    for ts, i, j, tp, off in _accepted_commits(run):
+    for _ts, i, j, tp, _off in _accepted_commits(run):
         req = run.wire[i]
         gen = req.get("generation")
         if not isinstance(gen, int) or gen < 1 or (gen - 1) not in joined.get(req["member"], set()):
@@ -1327,7 +1327,7 @@ def unacknowledged_assignment(run: RunEdit) -> tuple[str | None, str]:
         return {(t["topic_id"], p) for t in run.wire[j]["owned"] for p in t["partitions"]}
 
     best = None
-    for mid, rows in sorted(by_id.items(), key=lambda kv: kv[1][0]):
+    for _mid, rows in sorted(by_id.items(), key=lambda kv: kv[1][0]):
         requests = [j for j in rows if run.wire[j].get("direction") == "request" and run.wire[j].get("owned") is not None]
         for i in (i for i in rows if _admitted(run.wire[i]) and run.wire[i].get("assigned") is not None):
             before = [j for j in requests if j < i]

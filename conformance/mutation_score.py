@@ -145,7 +145,7 @@ def score(paths: list[Path] | None = None, work: Path | None = None) -> Score:
     when not given). Raises :class:`UsageError` on bad input."""
     paths = [Path(p) for p in paths] if paths else [CORPUS]
     own = work is None
-    work = Path(tempfile.mkdtemp(prefix="conformance-mutation-")) if own else Path(work)
+    work = Path(tempfile.mkdtemp(prefix="conformance-mutation-")) if work is None else Path(work)
     try:
         originals, names = _originals(paths, work / "originals")
         result = Score(names=names)

@@ -27,6 +27,7 @@ runs. Standard library only.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -92,13 +93,10 @@ def incarnation_ends(member: str, events: Sequence[Event], *, run_end_ts: float 
     for i, (number, evs) in enumerate(lives):
         start, last = starts[i], max(float(e["ts"]) for e in evs)
         next_start = starts[i + 1] if i + 1 < len(lives) else None
-
-        def before_next(x: float) -> bool:
-            return next_start is None or x <= next_start
-
+        horizon = math.inf if next_start is None else next_start  # a kill or exit after it is the next life's
         stopped = [float(e["ts"]) for e in evs if e.get("event") == "stopped"]
-        kill = next((k for k in kills if k >= last and before_next(k)), None)
-        exit_ = next((x for x in exits if x >= last and before_next(x)), None)
+        kill = next((k for k in kills if last <= k <= horizon), None)
+        exit_ = next((x for x in exits if last <= x <= horizon), None)
         if stopped:
             ends[number] = IncarnationEnd(min(stopped), "stopped")
         elif kill is not None:

@@ -16,6 +16,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import TypeVar
 
 from conformance import config
@@ -108,9 +109,9 @@ def run(args: argparse.Namespace) -> int:
     docker = args.backend == "docker"
     steps = Steps(len(clients) + len(brokers) + 1 + bool(args.all) + (4 if docker else 0))
     for spec in clients:
-        steps.run(f"client {spec.kind} {spec.version}", lambda spec=spec: member_install.ensure_client(spec))
+        steps.run(f"client {spec.kind} {spec.version}", partial(member_install.ensure_client, spec))
     for version in brokers:
-        steps.run(f"broker {version}", lambda version=version: cluster_install.ensure_broker(version))
+        steps.run(f"broker {version}", partial(cluster_install.ensure_broker, version))
     steps.run(f"toxiproxy {config.TOXIPROXY_VERSION}", cluster_install.ensure_toxiproxy)
     if args.all:  # a tool of the project's tests (tests/test_workflows.py), not of runs
         from conformance.actionlint import ensure_actionlint

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from functools import partial
 
 import pytest
 
@@ -168,7 +169,7 @@ def test_remove_leftovers_removes_dead_runs_and_spares_live_ones(client: "object
     finally:
         import docker.errors
         for con, net, vol in made:
-            for action in (lambda: con.remove(force=True), net.remove, lambda: vol.remove(force=True)):
+            for action in (partial(con.remove, force=True), net.remove, partial(vol.remove, force=True)):
                 try:
                     action()
                 except docker.errors.NotFound:

@@ -162,11 +162,13 @@ def test_sigkill_does_not_leave_and_the_peer_takes_over_in_a_later_generation(en
         tag = f"{kind}-kill-{victim}".replace(".", "_")
         everything = env.topic(tag)
         peer = env.start(f"{tag}-peer", kind, survivor, tag, f"g-{tag}", strategies, **FAST)
-        wait_for(lambda: env.owned(peer.name) == everything, WAIT, f"{peer.name} to own {sorted(everything)}")
+        wait_for(lambda peer=peer, everything=everything: env.owned(peer.name) == everything, WAIT,
+                 f"{peer.name} to own {sorted(everything)}")
         doomed = env.start(f"{tag}-victim", kind, victim, tag, f"g-{tag}", strategies, **FAST)
         cases.append((doomed, peer, everything))
     for doomed, peer, everything in cases:
-        wait_for(lambda: converged(env, [doomed.name, peer.name], everything), WAIT,
+        wait_for(lambda doomed=doomed, peer=peer, everything=everything:
+                 converged(env, [doomed.name, peer.name], everything), WAIT,
                  f"{doomed.name} and {peer.name} to share {sorted(everything)}")
     records = env.wire()
     killed: list[tuple[Any, Any, set, set, int]] = []
@@ -177,7 +179,7 @@ def test_sigkill_does_not_leave_and_the_peer_takes_over_in_a_later_generation(en
         doomed.kill()
         killed.append((doomed, peer, everything, held, generation))
     for doomed, peer, everything, held, generation in killed:
-        wait_for(lambda: env.owned(peer.name) == everything, WAIT,
+        wait_for(lambda peer=peer, everything=everything: env.owned(peer.name) == everything, WAIT,
                  f"{peer.name} to own every partition after {doomed.name} was killed")
         records = env.wire()
         assert not requests(records, "LeaveGroup", doomed.name), f"{doomed.name} was killed yet sent LeaveGroup"
@@ -186,7 +188,7 @@ def test_sigkill_does_not_leave_and_the_peer_takes_over_in_a_later_generation(en
                                f"{doomed.name} in generation {generation}) in a later generation")
         assert env.history(doomed.name)[-1]["event"] != "stopped"
     env.stop_all()
-    for doomed, peer, *_ in killed:
+    for _doomed, peer, *_ in killed:
         check_clean_incarnation(env.history(peer.name))
 
 
@@ -336,9 +338,10 @@ def test_commit_modes(envt: Env, kind: str, version: str) -> None:
         expected = env.produce(tag, 10)
         members[mode] = (env.start(f"{tag}-m", kind, version, tag, f"g-{tag}", ["cooperative-sticky"],
                                    commit_mode=mode, wait=False, **FAST), f"g-{tag}", expected)
-    for proc, group, expected in members.values():
+    for proc, _group, expected in members.values():
         proc.wait_ready(WAIT)
-        wait_for(lambda: not missing_records(env.history(proc.name), expected), WAIT, f"{proc.name} consumes all")
+        wait_for(lambda proc=proc, expected=expected: not missing_records(env.history(proc.name), expected), WAIT,
+                 f"{proc.name} consumes all")
 
     def commits(proc: MemberProcess) -> list[dict]:
         return [e for e in env.history(proc.name) if e["event"] == "committed"]

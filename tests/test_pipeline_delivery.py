@@ -28,8 +28,8 @@ def spark():
 
 
 def _judge(spark, produced: list[Range], consumed: list[Range]) -> list[dict]:
-    rows = [(r, t, p, f, l, ts, "produced", "producer") for r, t, p, f, l, ts in produced]
-    rows += [(r, t, p, f, l, ts, "consumed", "m1") for r, t, p, f, l, ts in consumed]
+    rows = [(r, t, p, f, last, ts, "produced", "producer") for r, t, p, f, last, ts in produced]
+    rows += [(r, t, p, f, last, ts, "consumed", "m1") for r, t, p, f, last, ts in consumed]
     events = spark.createDataFrame(rows, "run string, topic string, partition int, first_offset long, "
                                          "last_offset long, ts double, event string, member string")
     t = Tables(*[events] * 10)
@@ -42,13 +42,13 @@ def _judge(spark, produced: list[Range], consumed: list[Range]) -> list[dict]:
 
 def _oracle(produced: list[Range], consumed: list[Range]) -> list[dict]:
     covered: dict[tuple, set[int]] = {}
-    for r, t, p, f, l, _ts in consumed:
-        covered.setdefault((r, t, p), set()).update(range(f, l + 1))
+    for r, t, p, f, last, _ts in consumed:
+        covered.setdefault((r, t, p), set()).update(range(f, last + 1))
     per_key: dict[tuple, list] = {}
-    for r, t, p, f, l, ts in produced:
+    for r, t, p, f, last, ts in produced:
         have = covered.get((r, t, p), set())
         pieces: list[list[int]] = []
-        for o in range(f, l + 1):
+        for o in range(f, last + 1):
             if o in have:
                 continue
             if pieces and pieces[-1][1] == o - 1:
@@ -56,7 +56,7 @@ def _oracle(produced: list[Range], consumed: list[Range]) -> list[dict]:
             else:
                 pieces.append([o, o])
         if pieces:
-            per_key.setdefault((r, t, p), []).append((f, l, ts, pieces))
+            per_key.setdefault((r, t, p), []).append((f, last, ts, pieces))
     out = []
     for (r, t, p), ranges in sorted(per_key.items()):
         ranges.sort()

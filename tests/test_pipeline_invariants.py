@@ -306,7 +306,7 @@ def test_every_rule_has_an_allowed_story_and_a_violating_neighbour():
     from conformance.pipeline.checks.rules import RULES
 
     assert set(RULE_STORIES) | {"P1/fault-window"} == set(RULES)
-    for rule, (allowed, inv, violating) in RULE_STORIES.items():
+    for rule, (_allowed, inv, violating) in RULE_STORIES.items():
         assert RULES[rule].invariant == inv
         assert EXPECTED[violating][0] == inv, (rule, violating)
 

@@ -501,7 +501,7 @@ def test_heartbeats_stop_while_joining_and_go_on_while_syncing(cluster, tmp_path
     assert len(during) <= 1, [(h["ts"], h["generation"]) for h in during]
     syncing = observe.heartbeats_while_syncing(wire, "a")
     assert syncing, "no SyncGroup of a on the wire"
-    for join_answer, sync, beats in syncing:
+    for _join_answer, sync, beats in syncing:
         assert beats, f"a sent no Heartbeat of generation {sync['generation']} while its SyncGroup was pending"
 
 

@@ -28,7 +28,7 @@ class DockerBackend(ProcessesBackend):
     incarnation is a container); what differs is below."""
 
     name = "docker"
-    cluster: DockerCluster  # type: ignore[assignment]
+    cluster: DockerCluster
 
     def hold_member(self, member: str, handle: Any) -> None:
         """``docker pause`` before a kill is logged, returning once the kernel reports the container's

@@ -72,7 +72,7 @@ def _save_logs(container: Any, path: Path) -> None:
     try:
         with open(path, "ab") as out:
             out.write(container.logs())
-    except Exception:  # noqa: BLE001 - a container already gone has nothing more to say
+    except Exception:  # a container already gone has nothing more to say
         pass
 
 
@@ -145,7 +145,7 @@ class DockerBroker:
         _save_logs(self.container, self.logs_dir / "broker.log")
         try:
             self.container.remove(force=True)
-        except Exception:  # noqa: BLE001 - already gone
+        except Exception:  # already gone
             pass
         self.container = None
 
@@ -286,7 +286,7 @@ class DockerCluster(Cluster):
                     _save_logs(self.toxiproxy_container, self.run_dir.logs / "toxiproxy.log")
                     try:
                         self.toxiproxy_container.remove(force=True)
-                    except Exception:  # noqa: BLE001 - already gone
+                    except Exception:  # already gone
                         pass
                     self.toxiproxy_container = None
                 if self.broker is not None:

@@ -40,6 +40,7 @@ import os
 import shutil
 import subprocess
 import time
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -108,7 +109,7 @@ def engine() -> "docker.DockerClient | None":
         client = docker.from_env(timeout=30)
         client.ping()
         return client
-    except Exception:  # noqa: BLE001 - any failure to reach an engine means "no engine"
+    except Exception:  # any failure to reach an engine means "no engine"
         return None
 
 
@@ -248,7 +249,7 @@ def remove_leftovers(client: "docker.DockerClient | None" = None, *, include_uno
 
     for c in client.containers.list(all=True, filters=flt):
         if doomed(c.labels):
-            _quietly(lambda: c.remove(force=True, v=True))
+            _quietly(partial(c.remove, force=True, v=True))
             removed["containers"].append(c.name)
     for n in client.networks.list(filters=flt):
         if doomed(n.attrs.get("Labels")):
@@ -256,7 +257,7 @@ def remove_leftovers(client: "docker.DockerClient | None" = None, *, include_uno
             removed["networks"].append(n.name)
     for v in client.volumes.list(filters=flt):
         if doomed(v.attrs.get("Labels")):
-            _quietly(lambda: v.remove(force=True))
+            _quietly(partial(v.remove, force=True))
             removed["volumes"].append(v.name)
     return removed
 
@@ -268,7 +269,7 @@ def remove_run_containers(client: "docker.DockerClient", run_id: str) -> list[st
     flt = {"label": [f"{LABEL_SUITE}=1", f"{LABEL_RUN}={run_id}", f"{LABEL_PID}={os.getpid()}"]}
     removed = []
     for c in client.containers.list(all=True, filters=flt):
-        _quietly(lambda: c.remove(force=True, v=True))
+        _quietly(partial(c.remove, force=True, v=True))
         removed.append(c.name)
     return removed
 

@@ -330,7 +330,7 @@ def member_part(spec: MemberSpec) -> Part:
         texts["member/venv"] = in_image(str(recipe.venv)) + "\n"
     if recipe.suite:
         texts["suite/requirement"] = _suite_requirement() + "\n"
-    for name, src in files.items():
+    for _name, src in files.items():
         if not src.exists():
             raise SuiteError(f"{kind}@{version}: {src} is not in the cache; run: conformance setup --clients {spec}")
     return Part(f"member-{kind}", f"conformance-member-{kind}:{version}", recipe.dockerfile, files=files,
@@ -381,7 +381,7 @@ def base_image(client: "docker.DockerClient") -> str:
     try:
         client.images.pull(PUBLIC_BASE)
         return PUBLIC_BASE
-    except Exception:  # noqa: BLE001 - no registry answers: build the base from Debian's packages
+    except Exception:  # no registry answers: build the base from Debian's packages
         pass
     ensure_local_base(client)
     return LOCAL_BASE

@@ -57,7 +57,7 @@ def _follow_logs(container: Any, path: Path) -> None:
             for chunk in container.logs(stream=True, follow=True):
                 out.write(chunk)
                 out.flush()
-    except Exception:  # noqa: BLE001 - the container was removed: its log ends here
+    except Exception:  # the container was removed: its log ends here
         pass
 
 

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     import docker
 
 #: The range the runs' subnets are taken from (a /24 each).
-POOL = ipaddress.ip_network("172.30.0.0/16")
+POOL = ipaddress.IPv4Network("172.30.0.0/16")
 GATEWAY, BROKER, TOXIPROXY, FIRST_MEMBER = 1, 2, 3, 10
 
 
@@ -52,7 +52,7 @@ class RunNetwork:
         self.subnet: ipaddress.IPv4Network | None = None
         self.network: Any = None
 
-    def _used(self) -> list[ipaddress.IPv4Network]:
+    def _used(self) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
         used = []
         for net in self.client.networks.list():
             for cfg in ((net.attrs.get("IPAM") or {}).get("Config") or []):

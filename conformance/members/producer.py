@@ -125,7 +125,7 @@ def main(argv: list[str]) -> int:
         producer = KafkaProducer(bootstrap_servers=cfg["bootstrap_servers"], client_id=cfg.get("client_id") or cfg["member"],
                                  acks="all", linger_ms=5, retries=5, max_in_flight_requests_per_connection=1)
         targets = partitions_of(cfg, producer)
-    except Exception as exc:  # noqa: BLE001 - every failure to start is recorded and fatal
+    except Exception as exc:  # every failure to start is recorded and fatal
         history.record("error", error=f"cannot start the producer: {exc!r}", fatal=True)
         history.close()
         return 3
@@ -155,7 +155,7 @@ def main(argv: list[str]) -> int:
             future = producer.send(topic, value=value, partition=partition)
             future.add_callback(acks.ok)
             future.add_errback(lambda exc, t=topic, p=partition: acks.failed_send(t, p, exc))
-        except Exception as exc:  # noqa: BLE001 - recorded; the run goes on
+        except Exception as exc:  # recorded; the run goes on
             acks.failed_send(topic, partition, exc)
         sent += 1
         now = time.monotonic()
@@ -167,7 +167,7 @@ def main(argv: list[str]) -> int:
             stop.wait(wait)
     try:
         producer.flush(timeout=30)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         history.record("error", error=f"flush failed: {exc!r}", fatal=False)
     acks.drain()
     producer.close(timeout=10)

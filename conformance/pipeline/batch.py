@@ -202,7 +202,8 @@ class CollectBatcher:
 
     def _serve(self, batch: list[dict]) -> None:
         """Fill every request of ``batch`` (rows or error), with one action for the portable ones."""
-        combined, keyed = [], {}
+        combined: list[tuple[int, Any]] = []
+        keyed: dict[int, tuple[dict, Any, list]] = {}
         for i, req in enumerate(batch):
             if req["keyed"] is None or len(batch) == 1:
                 self._single(req)

@@ -27,13 +27,17 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from conformance import config
 from conformance.pipeline.ingest import TABLE_NAMES, with_incarnation
+
+#: The value of a derived table (and of the optional heartbeats input) before the waves build it;
+#: checks only ever read built tables.
+UNBUILT: DataFrame = cast("DataFrame", None)
 
 
 @dataclass
@@ -48,15 +52,15 @@ class Tables:
     commits: DataFrame
     events: DataFrame
     malformed: DataFrame
-    heartbeats: DataFrame = None   # ConsumerGroupHeartbeat frames (KIP-848); an input, last for positional callers
-    events_inc: DataFrame = None   # events plus ``incarnation`` (a broadcast join; use only where needed)
-    run_end: DataFrame = None
-    incarnations: DataFrame = None
-    ownership: DataFrame = None
-    member_ids: DataFrame = None
-    generations: DataFrame = None
-    leader_assignments: DataFrame = None
-    partitions: DataFrame = None
+    heartbeats: DataFrame = UNBUILT  # ConsumerGroupHeartbeat frames (KIP-848); an input, last for positional callers
+    events_inc: DataFrame = UNBUILT  # events plus ``incarnation`` (a broadcast join; use only where needed)
+    run_end: DataFrame = UNBUILT
+    incarnations: DataFrame = UNBUILT
+    ownership: DataFrame = UNBUILT
+    member_ids: DataFrame = UNBUILT
+    generations: DataFrame = UNBUILT
+    leader_assignments: DataFrame = UNBUILT
+    partitions: DataFrame = UNBUILT
     #: What serves the checks' collects (a :class:`conformance.pipeline.batch.CollectBatcher`); None: plain collect().
     collector: Any = None
     #: Pin the pieces several checks share (:meth:`shared`) in memory (:func:`pin`).
@@ -148,7 +152,8 @@ SECOND_WAVE = ("ownership", "generations", "leader_assignments")
 def in_memory(inputs: dict[str, DataFrame], keep: Callable[[DataFrame], DataFrame]) -> Tables:
     """Every table (inputs, both waves) from input DataFrames, each passed through ``keep``
     (e.g. :func:`pin`) as it is defined, so that each later table builds on kept ones."""
-    t = Tables(**{n: keep(inputs[n]) for n in TABLE_NAMES})
+    kept: dict[str, Any] = {n: keep(inputs[n]) for n in TABLE_NAMES}
+    t = Tables(**kept)
     for wave, build in WAVES:
         build(t)
         for name in wave:

@@ -103,7 +103,7 @@ def stage(run_dirs: list[Path]) -> Staged:
         st.malformed += [{"run": run, "file": str(run_dir / "manifest.json"), "line": 0, "problem": problem}
                          for problem in problems]
         timing = m["timing"]
-        starts = [_num(p.get("start_ts")) for p in m["phases"] if _num(p.get("start_ts")) is not None]
+        starts = [s for s in (_num(p.get("start_ts")) for p in m["phases"]) if s is not None]
         st.cells.append({
             "run": run, "scenario": m["scenario"] or "unknown", "broker_version": m["broker_version"] or "unknown",
             "group_id": m["group_id"], "seed": m["seed"], "expected_protocol": m["expected_protocol"],
@@ -163,7 +163,9 @@ def _protocol_of_chosen(kind: str | None, version: str | None) -> bool:
     registry's feature); False for a kind or version the registry does not know."""
     from conformance.members.kinds import has_feature
     try:
-        return bool(kind and version) and has_feature(kind, version, "protocol-of-chosen-assignor")
+        if not kind or not version:
+            return False
+        return has_feature(kind, version, "protocol-of-chosen-assignor")
     except Exception:   # an unknown kind or an unreadable version: the common (Java) rule applies
         return False
 

@@ -80,7 +80,7 @@ def read_manifest(run_dir: Path) -> tuple[dict[str, Any], list[str]]:
             bad(key, value, expected)
             m[key] = None
 
-    def entries(key: str, container: type, expected: str):
+    def entries(key: str, container: type[dict] | type[list], expected: str):
         """(name or index, value) of ``raw[key]``; a problem, and nothing, when it is not a ``container``."""
         value = raw.get(key)
         if isinstance(value, container):

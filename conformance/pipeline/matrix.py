@@ -51,7 +51,7 @@ def pairs(members: list[str]) -> list[tuple[str, str]]:
     for m in members:
         counts[m] += 1
     specs = sorted(counts, key=_spec_sort_key)
-    out = [tuple(sorted((a, b), key=_spec_sort_key)) for a, b in itertools.combinations(specs, 2)]
+    out = [(lo, hi) for lo, hi in (sorted((a, b), key=_spec_sort_key) for a, b in itertools.combinations(specs, 2))]
     out += [(s, s) for s in specs if counts[s] > 1 or len(specs) == 1]
     return sorted(set(out), key=lambda p: (_spec_sort_key(p[0]), _spec_sort_key(p[1])))
 
@@ -90,7 +90,7 @@ def cell_result(verdict: dict) -> str:
     scenario ended, with nothing violated: no evidence either way)."""
     if cell_passed(verdict):
         return "pass"
-    return verdict.get("verdict") if verdict.get("verdict") in ("incomplete", "known-issue") else "fail"
+    return str(verdict["verdict"]) if verdict.get("verdict") in ("incomplete", "known-issue") else "fail"
 
 
 def implicated(verdict: dict, finding: dict) -> set[str]:

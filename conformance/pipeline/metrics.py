@@ -38,13 +38,13 @@ from conformance.pipeline.derived import Tables
 def compute(t: Tables) -> dict[str, dict]:
     # Consumption gaps longer than a heartbeat, per member.
     w = Window.partitionBy("run", "file", "incarnation").orderBy("line")
-    gaps = (t.events_inc.where(F.col("event") == "consumed").select("run", "member", "file", "incarnation", "line", "ts")
+    gap_rows = (t.events_inc.where(F.col("event") == "consumed").select("run", "member", "file", "incarnation", "line", "ts")
             .withColumn("prev_ts", F.lag("ts").over(w)).join(timing(t.cells).select("run", "heartbeat_ms"), "run")
             .where(F.col("ts") - F.col("prev_ts") > F.col("heartbeat_ms")).select("run", "member", "prev_ts", "ts"))
     tm_rows, gen_rows, revoke_rows, fault_rows, gaps, dup_rows = t.collect_many(
         timing(t.cells), t.generations.select("run", "generation", "join_ts", "leader_kind", "protocol_name"),
         t.events.where(F.col("event") == "revoked").select("run", "ts"),
-        t.nemesis.where(F.col("phase") == "invoke").select("run", "ts", "fault", "target"), gaps,
+        t.nemesis.where(F.col("phase") == "invoke").select("run", "ts", "fault", "target"), gap_rows,
         duplicates(t).groupBy("run", "after_generation", _cause().alias("cause")).agg(F.sum("dups").alias("n")))
     tm = {r["run"]: r for r in tm_rows}
     out: dict[str, dict] = {run: {"generations": 0, "rebalances": 0, "rounds": [], "leaders": {}, "convergence": [],

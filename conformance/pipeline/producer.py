@@ -79,13 +79,14 @@ def stalls(run: str, run_dir: Path, manifest: dict[str, Any], nemesis: list[dict
                                 "(it died before the run stopped it)"))
     down = _broker_down(nemesis)
     end = stopped[1] if stopped else (events[-1][1]["ts"] if events else started[1])
-    marks = [(started[0], started[1], "its start"), *((n, ts, "an acknowledgement") for n, ts in acks)]
+    marks: list[tuple[int | None, float, str]] = [(started[0], started[1], "its start"),
+                                                  *((n, ts, "an acknowledgement") for n, ts in acks)]
     marks.append((None, end, "its stop" if stopped else "the end of its history"))
     for (n, since, what), (_, until, upto) in zip(marks, marks[1:]):
         # A stretch that meets a broker fault counts from the broker's return.
         back = max([since, *(healed for at, healed in down if at < until and healed > since)])
         if until - back > ACK_GAP_MS:
-            out.append(row(n if what == "an acknowledgement" else 0,
+            out.append(row(n if what == "an acknowledgement" and n is not None else 0,
                            f"the producer stopped acknowledging: nothing acknowledged for {(until - since) / 1000:.1f} s "
                            f"between {what} at {since:.0f} and {upto} at {until:.0f} "
                            f"({(until - back) / 1000:.1f} s of it with the broker up; at most {ACK_GAP_MS / 1000:.0f} s)"))

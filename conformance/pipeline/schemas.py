@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from pyspark.sql.types import (ArrayType, BooleanType, DoubleType, IntegerType, LongType, StringType,
+from pyspark.sql.types import (ArrayType, BooleanType, DataType, DoubleType, IntegerType, LongType, StringType,
                                StructField, StructType)
 
 TP = StructType([StructField("topic", StringType()), StructField("partition", IntegerType())])
 TPS = ArrayType(TP)
 
 
-def _s(*fields: tuple[str, object]) -> StructType:
+def _s(*fields: tuple[str, DataType]) -> StructType:
     return StructType([StructField(name, typ) for name, typ in fields])
 
 

@@ -48,6 +48,7 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, Callable, cast
 
 from conformance import config
 from conformance.members import known_issues
@@ -303,9 +304,12 @@ def _check(spark, t: derived.Tables, run_ids: dict[str, str], clock: "Phases", p
     # Which tables (so inputs) each invariant's check reads. The metrics read through a Reading of
     # their own: a shared piece they build first is then recorded for the checks that reuse it.
     reading = run_inputs.readings(t, [*CATALOG, "metrics"])
-    tasks = ([lambda: t.collect_many(t.cells, t.members, t.malformed)]
-             + [lambda check=check, inv=inv: check(reading[inv]) for inv, (check, _statement) in CATALOG.items()]
-             + [lambda: metrics.compute(reading["metrics"])])
+    # A Reading stands in for the Tables it views (it records what is read), hence the casts.
+    tasks: list[Callable[[], Any]] = (
+        [lambda: t.collect_many(t.cells, t.members, t.malformed)]
+        + [lambda check=check, inv=inv: check(cast(derived.Tables, reading[inv]))
+           for inv, (check, _statement) in CATALOG.items()]
+        + [lambda: metrics.compute(cast(derived.Tables, reading["metrics"]))])
     results = batcher.run(tasks)
     clock.lap("checks")
     if phases is not None:

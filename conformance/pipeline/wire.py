@@ -162,6 +162,7 @@ def decode_wire(run: str, file: str, lines: Iterable[str], topic_ids: dict[str, 
         if problem is not None:
             out.malformed.append({"run": run, "file": file, "line": number, "problem": problem})
             continue
+        assert f is not None  # read_wire: a record whenever there is no problem
         try:
             rows = WireRows()
             _decode_frame(run, number, f, rows, pending, names)

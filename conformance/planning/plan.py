@@ -106,9 +106,9 @@ def build_plan(matrix: MatrixFile, seed: int, shards: int) -> Plan:
     labels = list(specs)
     for spec in matrix.members:
         for broker in matrix.brokers:
-            found = broker_problem(spec.kind, spec.version, broker)
-            if found:
-                raise UsageError(f"{matrix.path}: members and brokers: {found} (a plan puts every member on every "
+            problem = broker_problem(spec.kind, spec.version, broker)
+            if problem:
+                raise UsageError(f"{matrix.path}: members and brokers: {problem} (a plan puts every member on every "
                                  "broker: drop one of the two)")
     rows: list[tuple[str, tuple[str, ...], str, int, str | None, str | None]] = []
     for class_name, scenarios in matrix.classes.items():

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import struct
 
-from conformance.protocol.model import Assignment, Subscription
+from conformance.protocol.model import Assignment, Subscription, TopicPartitions
 from conformance.protocol.wire import (
     DecodeError,
     read_int32,
@@ -92,7 +92,7 @@ def decode_subscription(data: bytes) -> Subscription:
     version = _read_version(data)
     topics, pos = read_string_array(data, 2, "Topics")
     user_data, pos = read_nullable_bytes(data, pos, "UserData")
-    owned = ()
+    owned: tuple[TopicPartitions, ...] = ()
     generation = -1
     rack = None
     if version >= 1:

@@ -18,6 +18,7 @@ read back differently.
 
 from __future__ import annotations
 
+import builtins
 import struct
 from collections.abc import Callable, Sequence
 from typing import TypeVar
@@ -152,7 +153,7 @@ class FlexWriter:
         out.append(value)
         self._out.append(bytes(out))
 
-    def uuid(self, value: bytes, what: str) -> None:
+    def uuid(self, value: builtins.bytes, what: str) -> None:  # builtins: the method bytes() above shadows it
         if not isinstance(value, (bytes, bytearray)) or len(value) != UUID_SIZE:
             raise ValueError(f"{what}: a UUID is {UUID_SIZE} bytes, got {value!r}")
         self._out.append(bytes(value))

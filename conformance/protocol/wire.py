@@ -136,7 +136,7 @@ def read_string_array(data: bytes, pos: int, what: str) -> tuple[tuple[str, ...]
     n, pos = read_count(data, pos, what)
     if n == 0:
         return (), pos
-    out = []
+    out: list[str] = []
     append = out.append
     size = len(data)
     for i in range(n):
@@ -170,7 +170,7 @@ def read_topic_partitions(data: bytes, pos: int, what: str) -> tuple[tuple[Topic
     n, pos = read_count(data, pos, what)
     if n == 0:
         return (), pos
-    out = []
+    out: list[TopicPartitions] = []
     append = out.append
     size = len(data)
     unpack = struct.unpack_from

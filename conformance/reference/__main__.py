@@ -27,7 +27,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     history = HistoryWriter(cfg.history_path, cfg.member, "reference", cfg.client_version)
     from conformance.reference.consumer_member import ConsumerProtocolMember
-    from conformance.reference.member import FatalClientError, ReferenceMember
+    from conformance.reference.consuming import FatalClientError
+    from conformance.reference.member import ReferenceMember
 
     try:
         member = (ConsumerProtocolMember if cfg.group_protocol == "consumer" else ReferenceMember)(cfg, history)

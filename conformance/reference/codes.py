@@ -33,7 +33,7 @@ FATAL_GROUP_ERRORS = {INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID, INVALID_SES
 def error_name(code: int) -> str:
     try:
         return f"{for_code(code).__name__}({code})"
-    except Exception:  # noqa: BLE001 - an unknown code is still reported by number
+    except Exception:  # an unknown code is still reported by number
         return f"error({code})"
 
 # The consumer group protocol (KIP-848).

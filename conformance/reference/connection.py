@@ -135,7 +135,7 @@ class Connection:
         response_class = req.header.get_response_class() if request_class is not ApiVersionsRequest else ApiVersionsResponse[0]
         try:
             resp = response_class.decode(payload, version=version, header=True)
-        except Exception as exc:  # noqa: BLE001 - a malformed frame is a lost connection, said precisely
+        except Exception as exc:  # a malformed frame is a lost connection, said precisely
             self.close()
             raise ConnectionLost(f"undecodable {response_class.__name__} v{version} from {self.address}: {exc}") from None
         got = resp.header.correlation_id

@@ -339,11 +339,14 @@ class ConsumerProtocolMember(PartitionConsumer):
         self.hb_due = 0.0
 
     def reconcile(self) -> None:
-        """Revoke what left the target, then take what it added; an acknowledgement goes out at once."""
-        if any(topic_id not in self.topic_names for topic_id, _ in self.target) and \
+        """Revoke what left the target, then take what it added; an acknowledgement goes out at once.
+        Called only once an assignment has set the target."""
+        assigned = self.target
+        assert assigned is not None, "reconcile before any assignment"
+        if any(topic_id not in self.topic_names for topic_id, _ in assigned) and \
                 time.monotonic() >= self.next_metadata:
             self.refresh_topic_ids()
-        target = {(self.topic_names[t], p) for t, p in self.target if t in self.topic_names}
+        target = {(self.topic_names[t], p) for t, p in assigned if t in self.topic_names}
         revoked = self.owned - target
         added = target - self.owned
         if revoked:

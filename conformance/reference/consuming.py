@@ -30,8 +30,9 @@ Guarantees (the members' constraints rely on them):
 from __future__ import annotations
 
 import sys
+import threading
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest, OffsetCommitRequest, OffsetFetchRequest
 from kafka.record import MemoryRecords
@@ -40,7 +41,11 @@ from conformance import config
 from conformance.history import now_ms
 from conformance.reference.assignor import TP
 from conformance.reference.codes import NONE, OFFSET_OUT_OF_RANGE, error_name
-from conformance.reference.connection import ConnectionLost
+from conformance.reference.connection import Connection, ConnectionLost
+
+if TYPE_CHECKING:
+    from conformance.history import HistoryWriter
+    from conformance.members.harness_config import HarnessConfig
 
 
 class FatalClientError(Exception):
@@ -53,6 +58,18 @@ class PartitionConsumer:
     #: Partitions whose revoke the history records but which the member still fetches and hands to
     #: its application (the ``consume-revoked`` fault; a subclass replaces it with its own set).
     revoked_kept: set[TP] = frozenset()  # type: ignore[assignment]
+
+    # The member's state this data path reads and writes; the member's __init__ sets each.
+    cfg: HarnessConfig
+    history: HistoryWriter
+    stop_event: threading.Event
+    coord: Connection | None      # the group coordinator, once found
+    data: Connection              # metadata, list offsets, fetch
+    fetching: set[TP]
+    stalled: set[TP]
+    positions: dict[TP, int]      # TP -> next offset
+    committed: dict[TP, int]
+    next_position_retry: float    # when fetch_once may look up missing positions again
 
     def log(self, message: str) -> None:
         print(f"[{self.cfg.member} {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
@@ -79,7 +96,7 @@ class PartitionConsumer:
             self.error(str(exc), fatal=True)
             self.history.record("stopped", reason=f"fatal: {exc}")
             return 1
-        except Exception as exc:  # noqa: BLE001 - recorded, then the process exits non-zero
+        except Exception as exc:  # recorded, then the process exits non-zero
             self.error(f"unexpected {type(exc).__name__}: {exc}", fatal=True)
             self.history.record("stopped", reason=f"fatal: {type(exc).__name__}")
             return 1

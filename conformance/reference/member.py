@@ -600,7 +600,7 @@ class ReferenceMember(PartitionConsumer):
                 self.join_conn.close()
             try:
                 self.join_future.result(timeout=5)
-            except Exception:  # noqa: BLE001 - the join is being abandoned on purpose
+            except Exception:  # the join is being abandoned on purpose
                 pass
             self.join_future = None
         if self.fetching:

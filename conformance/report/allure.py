@@ -21,6 +21,7 @@ import hashlib
 import json
 import uuid as _uuid
 from pathlib import Path
+from typing import Any
 
 from conformance.pipeline.checks import CATALOG, SEVERITY, worst_severity
 from conformance.report.evidence import CellLinks, attributed, message as located_message
@@ -43,7 +44,7 @@ def write(verdicts: list[dict], out_dir: Path, links: dict[str, CellLinks] | Non
         timing = v.get("timing") or {}
         start = int(timing.get("start_ts") or 0) or None
         stop = int(timing.get("end_ts") or 0) or None
-        steps = []
+        steps: list[dict[str, Any]] = []
         for inv, (_c, statement) in CATALOG.items():
             i = v["invariants"].get(inv, {"status": "unknown", "violations": [], "error": "not run"})
             details = {}

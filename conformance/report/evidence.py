@@ -117,7 +117,7 @@ def located(finding: Any, start_ts: float | None) -> Any:
     """``finding`` (any JSON value) for display: wire lines as ``wire.jsonl:N``, times relative to
     ``start_ts`` (see the module)."""
     if isinstance(finding, dict):
-        out = {}
+        out: dict[str, Any] = {}
         for key, value in finding.items():
             if key.endswith("wire_line") and isinstance(value, int):
                 out[key] = f"{WIRE_FILE}:{value}"

@@ -49,7 +49,7 @@ window.addEventListener('load',function(){var t=document.querySelector('svg.time
   for(var i=0;i<l.length;i++)for(var j=i+1;j<l.length;j++){var a=l[i],b=l[j];
    if(a.x<b.x+b.width&&b.x<a.x+a.width&&a.y<b.y+b.height&&b.y<a.y+a.height)collisions++;}});
  var entries=document.querySelectorAll('td.entry'),statuses=0,unlinked=0,broken=0;
- entries.forEach(function(td){var words=(td.innerText.match(/(^|\s)(pass|fail|flaky|known-issue|incomplete)(?=\s|$)/g)||[]).length;
+ entries.forEach(function(td){var words=(td.innerText.match(/(^|\\s)(pass|fail|flaky|known-issue|incomplete)(?=\\s|$)/g)||[]).length;
   if(words!==1||td.querySelectorAll('a.status').length!==1)statuses++;
   var l=td.querySelectorAll('a[href^="#cell-"]');if(!l.length)unlinked++;
   l.forEach(function(a){if(!document.getElementById(a.getAttribute('href').slice(1)))broken++;});});

@@ -78,8 +78,7 @@ def render(verdicts: list[dict], links: dict[str, CellLinks] | None = None) -> s
                 failures += 1
                 f = ET.SubElement(case, "failure", message=f"{len(v['malformed'])} malformed line(s)", type="malformed")
                 f.text = "\n".join(f"{m['file']}:{m['line']}: {m['problem']}" for m in v["malformed"][:200]) + again
-            ET.SubElement(case, "properties")
-            props = case.find("properties")
+            props = ET.SubElement(case, "properties")
             ET.SubElement(props, "property", name="members", value=", ".join(v.get("members") or []))
             ET.SubElement(props, "property", name="seed", value=str(v.get("seed")))
             ET.SubElement(props, "property", name="verdict", value=str(v.get("verdict")))

@@ -49,7 +49,7 @@ def gantt(ownership: list[dict], faults: list[dict], generations: list[dict], t0
              f'<text x="4" y="14" font-size="12" font-weight="bold">{escape(title)}</text>']
     index = {tp: i for i, tp in enumerate(rows)}
     for (t, p), i in index.items():
-        y = top + i * row_h
+        y: float = top + i * row_h
         parts.append(f'<text x="4" y="{y + row_h - 4}" font-size="11">{escape(t)}-{p}</text>'
                      f'<line x1="{label_w}" y1="{y + row_h}" x2="{label_w + plot_w}" y2="{y + row_h}" stroke="#eee"/>')
     # Overlapping intervals of one partition (an R2 violation, or an allowed overlap) get their own lanes.

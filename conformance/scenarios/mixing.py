@@ -128,14 +128,14 @@ def _plan_lists(specs: list[MemberSpec], start: Sequence[str] | None) -> MixPlan
                        "every member supports cooperative-sticky")
     for eager in EAGER_CHOICES:
         if all(eager in sup for sup in support):
-            lists = []
+            eager_lists: list[tuple[str, ...]] = []
             for spec, sup in zip(specs, support):
                 if "cooperative-sticky" in sup and not cannot_mix(spec) and not one_assignor_only(spec):
-                    lists.append(("cooperative-sticky", eager))
+                    eager_lists.append(("cooperative-sticky", eager))
                 else:
-                    lists.append((eager,))
+                    eager_lists.append((eager,))
             laggards = [str(s) for s, sup in zip(specs, support) if "cooperative-sticky" not in sup]
-            return MixPlan(tuple(lists), "eager", f"{', '.join(laggards)} lack cooperative support: the group runs {eager}")
+            return MixPlan(tuple(eager_lists), "eager", f"{', '.join(laggards)} lack cooperative support: the group runs {eager}")
     raise UsageError("these members share no assignment strategy: "
                      + "; ".join(f"{s}: {', '.join(sup)}" for s, sup in zip(specs, support)))
 
@@ -218,7 +218,7 @@ def bounce_steps(current: Sequence[tuple[str, ...]], new: Sequence[tuple[str, ..
         return not trial or bool(set(trial[0]).intersection(*map(set, trial[1:])))
 
     while pending:
-        step = next(((i,) for i in pending if shares_after((i,))), None)
+        step: tuple[int, ...] | None = next(((i,) for i in pending if shares_after((i,))), None)
         if step is None:
             jumpers = tuple(i for i in pending if not set(lists[i]) & set(new[i]))
             step = jumpers if jumpers and shares_after(jumpers) else tuple(pending)

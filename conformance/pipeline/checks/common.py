@@ -160,7 +160,8 @@ def split_by_fault_windows(t: Tables, name: str, df, keys: list[str], start: str
     others are ``unexcused``. A span that begins in a window and outlives it is not excused: the
     window is the time the group needs to notice, and the anomaly lasted longer. ``keys`` identify a
     row; ``df`` is read twice, so it is built once per Tables, as ``name`` (:meth:`Tables.shared`)."""
-    df = t.shared(name, lambda df=df: df)
+    built = df
+    df = t.shared(name, lambda: built)
     win = fault_windows(t)
     hit = F.col("target").isin("all", "broker")
     for m in members:
