@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 #: The repository root (the directory holding ``pyproject.toml``).
 REPO_ROOT: Path = Path(__file__).resolve().parent.parent

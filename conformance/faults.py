@@ -47,8 +47,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Literal, Protocol
 
 from conformance.cluster.toxiproxy import TOXIC_ATTRIBUTES, Toxic
-from conformance.scenarios.values import (Schema, choice, fraction, int_in, parse_duration_ms, positive_duration_ms,
-                                          strategy_list, topic_list)
+from conformance.scenarios.values import (
+    Schema,
+    choice,
+    fraction,
+    int_in,
+    parse_duration_ms,
+    positive_duration_ms,
+    strategy_list,
+    topic_list,
+)
 
 if TYPE_CHECKING:
     from conformance.nemesis import Nemesis

@@ -32,8 +32,16 @@ from typing import Any, Callable, Iterator
 
 from conformance import config, wirelog
 from conformance.faults import FAULTS, GRACEFUL_STOP_LINES, LOG_LINES, STOP_LINES, TIMED_DEAD_LOOKING, WINDOW_LINES
-from conformance.protocol import (Assignment, DecodeError, Subscription, TopicPartitions, decode_assignment,
-                                  decode_subscription, encode_assignment, encode_subscription)
+from conformance.protocol import (
+    Assignment,
+    DecodeError,
+    Subscription,
+    TopicPartitions,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
 from conformance.reference.codes import GROUP_ID_NOT_FOUND, INCONSISTENT_GROUP_PROTOCOL
 
 TP = tuple[str, int]

@@ -80,8 +80,14 @@ from pathlib import Path
 
 import pytest
 
-from conformance.mutate import (CONSUMER_PROTOCOL_MUTATIONS, MIGRATION_MUTATIONS, Mutation, RunEdit,
-                                bridged_held_commit, mutate)
+from conformance.mutate import (
+    CONSUMER_PROTOCOL_MUTATIONS,
+    MIGRATION_MUTATIONS,
+    Mutation,
+    RunEdit,
+    bridged_held_commit,
+    mutate,
+)
 from recorded import TEST_TIMEOUT, copy_run, unpack
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(TEST_TIMEOUT)]

@@ -15,15 +15,21 @@ import pytest
 from conformance import config
 from conformance.cluster import Cluster
 from conformance.cluster.supervisor import Supervisor
+from conformance.members import kinds
 from conformance.members.harness_config import HarnessConfig
 from conformance.members.kinds import franz_go
 from conformance.members.launch import launch_member
 from conformance.members.spec import MemberSpec
 from conformance.rundir import RunDir
-from conformance.members import kinds
-
-from test_harness_common import (check_clean_incarnation, load_history, missing_records, owned_after,
-                                 produce_records, wait_for, wire_records)
+from test_harness_common import (
+    check_clean_incarnation,
+    load_history,
+    missing_records,
+    owned_after,
+    produce_records,
+    wait_for,
+    wire_records,
+)
 
 pytestmark = pytest.mark.slow
 

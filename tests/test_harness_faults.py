@@ -39,16 +39,26 @@ from kafka import KafkaAdminClient
 from conformance import config
 from conformance.cluster import Cluster
 from conformance.cluster.supervisor import Supervisor
+from conformance.members import kinds
 from conformance.members.harness_config import HarnessConfig
 from conformance.members.kinds import KIND_MODULES, kind_module
 from conformance.members.launch import MemberProcess, launch_member
 from conformance.members.spec import MemberSpec
 from conformance.rundir import RunDir
-from conformance.members import kinds
-
-from test_harness_common import (produce_records, assigned_after_generation, check_clean_incarnation, incarnations,
-                                 last_assignment_generation, load_history, missing_records, owned_after,
-                                 ownership_problems, requests, wait_for, wire_records)
+from test_harness_common import (
+    assigned_after_generation,
+    check_clean_incarnation,
+    incarnations,
+    last_assignment_generation,
+    load_history,
+    missing_records,
+    owned_after,
+    ownership_problems,
+    produce_records,
+    requests,
+    wait_for,
+    wire_records,
+)
 
 pytestmark = pytest.mark.slow
 

@@ -17,9 +17,9 @@ import pytest
 from conformance import config
 from conformance.errors import UsageError
 from conformance.history import read_history
-from conformance.members.harness_config import HarnessConfig
-from conformance.members.kinds import franz_go, kafka_python, librdkafka, library_version, sarama
 from conformance.members import kinds
+from conformance.members.harness_config import HarnessConfig
+from conformance.members.kinds import franz_go, kafka_python, library_version, librdkafka, sarama
 
 KINDS = [librdkafka, kafka_python, sarama, franz_go]
 

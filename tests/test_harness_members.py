@@ -16,7 +16,6 @@ One broker for the whole module (module-scoped cluster); every test bounded.
 
 from __future__ import annotations
 
-
 import pytest
 from kafka import KafkaAdminClient
 
@@ -27,9 +26,16 @@ from conformance.members.kinds import kind_module
 from conformance.members.launch import MemberProcess, launch_member
 from conformance.members.spec import MemberSpec
 from conformance.rundir import RunDir
-
-from test_harness_common import (produce_records, requests, wire_records, check_clean_incarnation, load_history, missing_records, owned_after,
-                                 wait_for)
+from test_harness_common import (
+    check_clean_incarnation,
+    load_history,
+    missing_records,
+    owned_after,
+    produce_records,
+    requests,
+    wait_for,
+    wire_records,
+)
 
 pytestmark = pytest.mark.slow
 

@@ -33,17 +33,24 @@ import pytest
 from conformance import config
 from conformance.cluster import Cluster
 from conformance.cluster.supervisor import Supervisor
-from conformance.members.harness_config import HarnessConfig
 from conformance.members import kinds
+from conformance.members.harness_config import HarnessConfig
 from conformance.members.kinds import KIND_MODULES, kind_module, release_tuple
 from conformance.members.launch import launch_member
 from conformance.members.spec import MemberSpec
 from conformance.members.versions import broker_problem, brokers_for
 from conformance.rundir import RunDir
 from conformance.scenarios.mixing import plan_mix
-
-from test_harness_common import (check_clean_incarnation, load_history, missing_records, owned_after,
-                                 produce_records, requests, wait_for, wire_records)
+from test_harness_common import (
+    check_clean_incarnation,
+    load_history,
+    missing_records,
+    owned_after,
+    produce_records,
+    requests,
+    wait_for,
+    wire_records,
+)
 
 pytestmark = pytest.mark.slow
 

@@ -28,8 +28,13 @@ from pathlib import Path
 
 import pytest
 
-from conformance.mutate import (Mutation, leader_unsynced_after_stop, leader_unsynced_paused, leader_unsynced_under_latency,
-                                mutate)
+from conformance.mutate import (
+    Mutation,
+    leader_unsynced_after_stop,
+    leader_unsynced_paused,
+    leader_unsynced_under_latency,
+    mutate,
+)
 from recorded import rename, unpack
 
 pytestmark = [pytest.mark.slow]

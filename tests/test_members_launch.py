@@ -17,12 +17,12 @@ from conformance import config
 from conformance.cluster.supervisor import Supervisor
 from conformance.errors import SuiteError, UsageError
 from conformance.history import read_history
+from conformance.members import kinds
 from conformance.members.harness_config import HarnessConfig
 from conformance.members.launch import MemberProcess, _python_env, launch_member, log_tail
 from conformance.members.producer import runs
 from conformance.members.spec import MemberSpec
 from conformance.rundir import RunDir
-from conformance.members import kinds
 
 pytestmark = pytest.mark.slow  # real processes
 

@@ -20,13 +20,13 @@ from conformance import config
 from conformance.cluster import Cluster
 from conformance.cluster.supervisor import Supervisor
 from conformance.jsonl import read_records
+from conformance.members import kinds
 from conformance.members.harness_config import HarnessConfig
 from conformance.members.launch import MemberProcess, launch_member, log_tail
 from conformance.members.spec import MemberSpec
 from conformance.reference import observe
 from conformance.reference.codes import FENCED_MEMBER_EPOCH, STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID
 from conformance.rundir import RunDir
-from conformance.members import kinds
 
 pytestmark = pytest.mark.slow
 

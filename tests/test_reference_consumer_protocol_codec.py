@@ -19,10 +19,14 @@ from conformance.protocol.consumer_group_heartbeat import (
     HeartbeatRequest,
     HeartbeatResponse,
     TopicIdPartitions,
-    decode_request as cgh_decode_request,
-    decode_response as cgh_decode_response,
     encode_request,
     encode_response,
+)
+from conformance.protocol.consumer_group_heartbeat import (
+    decode_request as cgh_decode_request,
+)
+from conformance.protocol.consumer_group_heartbeat import (
+    decode_response as cgh_decode_response,
 )
 
 TOPIC_ID = bytes(range(1, 17))

@@ -16,10 +16,10 @@ from conformance import config, ownership
 from conformance.errors import UsageError
 from conformance.history import HistoryWriter
 from conformance.jsonl import read_records
+from conformance.members import kinds
 from conformance.members.harness_config import HarnessConfig
 from conformance.protocol.consumer_group_heartbeat import HeartbeatResponse, TopicIdPartitions
 from conformance.reference.consumer_member import ConsumerProtocolMember, new_member_id
-from conformance.members import kinds
 
 TOPIC_ID = bytes(range(16))
 T = "t"

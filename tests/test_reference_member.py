@@ -22,6 +22,7 @@ from conformance import config
 from conformance.cluster import Cluster
 from conformance.cluster.supervisor import Supervisor
 from conformance.jsonl import read_records
+from conformance.members import kinds
 from conformance.members.harness_config import HarnessConfig
 from conformance.members.launch import MemberProcess, launch_member, log_tail
 from conformance.members.spec import MemberSpec
@@ -32,7 +33,6 @@ from conformance.reference.claims import from_topic_partitions
 from conformance.reference.faults import V4_TRAILING
 from conformance.rundir import RunDir
 from conformance.scenarios.observe import GroupObserver
-from conformance.members import kinds
 
 pytestmark = pytest.mark.slow
 

@@ -10,9 +10,9 @@ import subprocess
 import pytest
 
 from conformance import config
-from stories import judged_catalog
 from conformance.pipeline.timelines import timelines
 from conformance.report.site import write_site
+from stories import judged_catalog
 
 pytestmark = pytest.mark.slow
 

@@ -9,9 +9,9 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from conformance.cli import main
-from stories import judged_catalog, write_cell
 from conformance.pipeline.timelines import timelines
 from conformance.report.site import write_site
+from stories import judged_catalog, write_cell
 
 pytestmark = pytest.mark.slow
 

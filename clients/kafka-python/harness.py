@@ -45,8 +45,8 @@ from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.structs import OffsetAndMetadata
 
 from conformance.history import HistoryWriter, now_ms
-from conformance.members.harness_main import main
 from conformance.members.harness_config import HarnessConfig
+from conformance.members.harness_main import main
 
 POLL_TIMEOUT_MS = 500
 BATCH_MAX = 500
@@ -166,7 +166,7 @@ class Harness:
         try:
             self.consumer.commit({TopicPartition(t, p): offset_and_metadata(o) for t, p, o in offsets})
             self.committed_at.update({(t, p): o for t, p, o in offsets})
-        except Exception as exc:  # noqa: BLE001 - kafka-python raises many error types; all are recorded
+        except Exception as exc:  # kafka-python raises many error types; all are recorded
             error = f"{type(exc).__name__}: {exc}"
         self.history.record("committed", offsets=offsets, error=error)
 
@@ -192,7 +192,7 @@ class Harness:
         try:
             self.consumer = KafkaConsumer(**self.client_config())
             self.consumer.subscribe(self.cfg.topics, listener=Listener(self))
-        except Exception as exc:  # noqa: BLE001 - configuration errors of any type end the member
+        except Exception as exc:  # configuration errors of any type end the member
             self.history.record("error", error=f"consumer configuration rejected: {type(exc).__name__}: {exc}",
                                 fatal=True)
             return 2
@@ -201,7 +201,7 @@ class Harness:
             poll_ts = now_ms()
             try:
                 records = self.consumer.poll(timeout_ms=POLL_TIMEOUT_MS, max_records=BATCH_MAX)
-            except Exception as exc:  # noqa: BLE001 - recorded, then the loop decides
+            except Exception as exc:  # recorded, then the loop decides
                 self.history.record("error", error=f"poll: {type(exc).__name__}: {exc}", fatal=False)
                 time.sleep(0.2)
                 continue

@@ -50,8 +50,8 @@ import confluent_kafka
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from conformance.history import HistoryWriter, now_ms
-from conformance.members.harness_main import main
 from conformance.members.harness_config import HarnessConfig
+from conformance.members.harness_main import main
 
 POLL_TIMEOUT_S = 0.5
 BATCH_MAX = 500

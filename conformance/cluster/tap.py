@@ -39,9 +39,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from conformance import config
+from conformance.cluster.wire_decode import GROUP_APIS, WireDecodeError, decode_request, decode_response, peek_request
 from conformance.jsonl import JsonLinesAppender
-from conformance.cluster.wire_decode import (GROUP_APIS, WireDecodeError, decode_request, decode_response,
-                                             peek_request)
 
 #: A frame larger than this is not a Kafka frame we will buffer: parsing stops for that connection.
 MAX_FRAME = 256 * 1024 * 1024

@@ -19,11 +19,11 @@ from __future__ import annotations
 import argparse
 
 from conformance.errors import SuiteError
+from conformance.members import kinds
 from conformance.members.install import load_kind
+from conformance.members.kinds import KIND_MODULES, library_version, release_tuple
 from conformance.members.known_issues import issues_of
 from conformance.members.known_issues import table as known_issue_table
-from conformance.members import kinds
-from conformance.members.kinds import KIND_MODULES, library_version, release_tuple
 from conformance.members.spec import CONSUMER_PROTOCOL_FAULTS, REFERENCE_FAULTS
 
 

@@ -38,9 +38,9 @@ from typing import Iterable, Sequence
 
 from conformance import config
 from conformance.errors import UsageError
+from conformance.members import kinds
 from conformance.members.kinds import broker_limit, kind_module, minor_versions, release_tuple
 from conformance.members.spec import MemberSpec
-from conformance.members import kinds
 
 _RELEASE = re.compile(r"[0-9]+(?:\.[0-9]+)*", re.ASCII)
 #: A Go pseudo-version (a commit): no listing has it; only the proxy's answer decides.

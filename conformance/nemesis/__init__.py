@@ -23,7 +23,6 @@ from conformance.faults import LOG_LINES, Backend
 from conformance.history import now_ms
 from conformance.jsonl import JsonLinesAppender
 
-
 #: Every ``fault`` name a nemesis log line may carry (the pipeline's ingestion reads this same list):
 #: the lines of the table of faults.
 FAULTS: tuple[str, ...] = tuple(LOG_LINES)

@@ -32,7 +32,6 @@ import time
 import uuid
 from typing import Any, Callable, Sequence
 
-
 _SIMPLE = {"StringType", "IntegerType", "LongType", "ShortType", "ByteType", "DoubleType", "FloatType", "BooleanType",
            "NullType"}
 
@@ -56,8 +55,18 @@ def _portable(dt) -> bool:
 
 def _rebuild(value: Any, dt) -> Any:
     """A JSON-decoded value back into what ``collect()`` yields for type ``dt``."""
-    from pyspark.sql.types import (ArrayType, DoubleType, FloatType, IntegerType, LongType, MapType, ShortType,
-                                   ByteType, StructType, _create_row)
+    from pyspark.sql.types import (
+        ArrayType,
+        ByteType,
+        DoubleType,
+        FloatType,
+        IntegerType,
+        LongType,
+        MapType,
+        ShortType,
+        StructType,
+        _create_row,
+    )
 
     if value is None:
         return None

@@ -44,8 +44,13 @@ from pyspark.sql import functions as F
 
 from conformance.pipeline.checks.common import timing
 from conformance.pipeline.derived import Tables
-from conformance.reference.codes import (FENCED_MEMBER_EPOCH, GROUP_ID_NOT_FOUND, INCONSISTENT_GROUP_PROTOCOL,
-                                        MEMBER_ID_REQUIRED, UNKNOWN_MEMBER_ID)
+from conformance.reference.codes import (
+    FENCED_MEMBER_EPOCH,
+    GROUP_ID_NOT_FOUND,
+    INCONSISTENT_GROUP_PROTOCOL,
+    MEMBER_ID_REQUIRED,
+    UNKNOWN_MEMBER_ID,
+)
 
 #: Request epochs that leave the group (KIP-848: -1 leave, -2 a static member's temporary leave).
 LEAVE_EPOCHS = (-1, -2)

@@ -413,7 +413,16 @@ def write_tables(tables: dict, tables_dir: Path) -> dict[str, str]:
 
 
 def _events_schema():
-    from pyspark.sql.types import ArrayType, BooleanType, DoubleType, IntegerType, LongType, StringType, StructField, StructType
+    from pyspark.sql.types import (
+        ArrayType,
+        BooleanType,
+        DoubleType,
+        IntegerType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+    )
 
     offs = ArrayType(StructType([StructField("topic", StringType()), StructField("partition", IntegerType()),
                                  StructField("offset", LongType())]))

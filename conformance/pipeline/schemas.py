@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
-from pyspark.sql.types import (ArrayType, BooleanType, DataType, DoubleType, IntegerType, LongType, StringType,
-                               StructField, StructType)
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    DataType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
 
 TP = StructType([StructField("topic", StringType()), StructField("partition", IntegerType())])
 TPS = ArrayType(TP)

@@ -53,7 +53,7 @@ from typing import Any, Callable, cast
 from conformance import config
 from conformance.members import known_issues
 from conformance.pipeline import derived, ingest, metrics
-from conformance.pipeline import inputs as run_inputs   # not `inputs`: judge() names its input tables so
+from conformance.pipeline import inputs as run_inputs  # not `inputs`: judge() names its input tables so
 from conformance.pipeline.batch import CollectBatcher
 from conformance.pipeline.checks import CATALOG
 from conformance.pipeline.checks.rules import RULES

@@ -39,7 +39,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
-from conformance.protocol import DecodeError, Subscription, TopicPartitions, decode_assignment, decode_subscription, encode_subscription
+from conformance.protocol import (
+    DecodeError,
+    Subscription,
+    TopicPartitions,
+    decode_assignment,
+    decode_subscription,
+    encode_subscription,
+)
 from conformance.protocol.userdata import STICKY_V0, STICKY_V1, classify_userdata
 from conformance.wirelog import Pending, read_wire
 

@@ -34,7 +34,7 @@ from conformance.errors import UsageError
 from conformance.members.spec import MemberSpec
 from conformance.members.versions import broker_problem
 from conformance.planning.matrix_file import MatrixFile
-from conformance.planning.pairwise import Group, covered_pairs, cover, required_pairs
+from conformance.planning.pairwise import Group, cover, covered_pairs, required_pairs
 from conformance.planning.walls import cell_wall_s
 from conformance.scenarios.catalog import get_scenario
 from conformance.scenarios.runner import Cell

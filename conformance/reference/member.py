@@ -60,6 +60,7 @@ from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
 
 from conformance import config
 from conformance.history import HistoryWriter
+from conformance.members import kinds
 from conformance.members.harness_config import HarnessConfig
 from conformance.protocol import DecodeError, Subscription, decode_assignment, encode_subscription
 from conformance.protocol.userdata import encode_sticky_userdata
@@ -86,7 +87,6 @@ from conformance.reference.codes import (
 from conformance.reference.connection import Connection, ConnectionLost, split_address
 from conformance.reference.consuming import FatalClientError, PartitionConsumer
 from conformance.reference.faults import Faults
-from conformance.members import kinds
 
 CLIENT_VERSION = kinds.default_version("reference")
 

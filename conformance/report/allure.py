@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from conformance.pipeline.checks import CATALOG, SEVERITY, worst_severity
-from conformance.report.evidence import CellLinks, attributed, message as located_message
+from conformance.report.evidence import CellLinks, attributed
+from conformance.report.evidence import message as located_message
 
 #: Allure's severity label for each class (its own scale: blocker .. trivial).
 ALLURE_SEVERITY = {"safety": "blocker", "liveness": "critical", "protocol": "normal", "efficiency": "minor"}

@@ -24,6 +24,7 @@ from typing import Any, Sequence
 from conformance import config
 from conformance.errors import UsageError, one_line
 from conformance.faults import FAULTS, unsupported
+from conformance.members import kinds
 from conformance.members.kinds import feature_since, has_feature
 from conformance.members.spec import MemberSpec, parse_specs
 from conformance.members.versions import broker_problem, check_specs
@@ -35,8 +36,6 @@ from conformance.scenarios.model import Scenario
 from conformance.scenarios.parse import check_targets, load_scenario
 from conformance.scenarios.runner import BACKENDS, Cell
 from conformance.spark_master import FORMS, check_spark_master
-from conformance.members import kinds
-
 
 #: The largest seed: a manifest's seed is judged as a 64-bit integer (the pipeline's ``cells.seed``).
 MAX_SEED: int = 2**63 - 1

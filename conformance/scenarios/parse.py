@@ -91,9 +91,16 @@ from conformance.cluster.broker import MIGRATION_POLICIES
 from conformance.errors import UsageError
 from conformance.faults import FAULTS
 from conformance.scenarios.model import TARGET_WORDS, Action, Phase, Scenario
-from conformance.scenarios.values import (Schema, boolean, choice, int_in, kafka_name, parse_duration_ms,
-                                          positive_duration_ms, strategy_list)
-
+from conformance.scenarios.values import (
+    Schema,
+    boolean,
+    choice,
+    int_in,
+    kafka_name,
+    parse_duration_ms,
+    positive_duration_ms,
+    strategy_list,
+)
 
 #: verb -> (target: "required" | "none" | "topic" | "duration", keys, required keys). Every fault verb
 #: comes from the one table of faults (:data:`conformance.faults.FAULTS`), with its keys and checks.

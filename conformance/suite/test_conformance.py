@@ -16,8 +16,8 @@ import allure
 import pytest
 
 from conformance import config
-from conformance.rundir import RunDir
 from conformance.pipeline.matrix import cell_passed
+from conformance.rundir import RunDir
 from conformance.scenarios.runner import Cell, CellRun, reproduce_command
 
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
-from stories import story
-from stories.builder import ALL4, END, TP, T, CooperativeRun, _group
 from conformance.protocol import Assignment, encode_assignment
+from stories import story
+from stories.builder import ALL4, END, TP, CooperativeRun, T, _group
 
 #: The topic id the manifest records for t (``topic_ids``), as the tap writes ids.
 TOPIC_ID = "5f1c0a7e9b2d4c3e8f6a1b0c2d3e4f50"

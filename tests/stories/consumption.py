@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from stories import story
-from stories.builder import T, CooperativeRun
+from stories.builder import CooperativeRun, T
 
 
 @story(fails=("C1", ["m1 handed 10 record(s) of t-2", "after its history revoked it", "m2 owned it meanwhile"]))

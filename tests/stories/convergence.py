@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from stories import story
-from stories.builder import ALL4, END, T, CooperativeRun
+from stories.builder import ALL4, END, CooperativeRun, T
 
 
 @story(fails=("V1", ["fatal error"]))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from stories import story
-from stories.builder import T, CooperativeRun
+from stories.builder import CooperativeRun, T
 
 
 @story(fails=("D1", ["90-99"]))

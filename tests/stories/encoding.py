@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from stories import story
-from stories.builder import END, ALL4, FINAL, CooperativeRun
+from stories.builder import ALL4, END, FINAL, CooperativeRun
 
 
 @story(fails=("E1", ["does not decode"]))

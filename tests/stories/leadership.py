@@ -11,7 +11,7 @@ from pathlib import Path
 from conformance.protocol import Assignment, encode_assignment
 from conformance.protocol.userdata import encode_sticky_userdata
 from stories import story
-from stories.builder import ALL4, FINAL, T, CooperativeRun, _group
+from stories.builder import ALL4, FINAL, CooperativeRun, T, _group
 
 
 def _after_generation_2_without_sync(b: CooperativeRun) -> Path:

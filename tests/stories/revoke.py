@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from stories import story
-from stories.builder import ALL4, END, FINAL, T, CooperativeRun
+from stories.builder import ALL4, END, FINAL, CooperativeRun, T
 
 
 @story(fails=("R1", ["gave t-2 to m2 although m1 validly declared"]))

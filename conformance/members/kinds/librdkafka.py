@@ -72,8 +72,8 @@ import subprocess
 from pathlib import Path
 
 from conformance import registries
-from conformance.members.interpreters import find_python
 from conformance.members.harness_config import STRATEGIES
+from conformance.members.interpreters import find_python
 from conformance.members.kinds import BrokerLimit, Feature, ImageRecipe, harness_dir, release_tuple
 from conformance.members.known_issues import KnownIssue
 from conformance.members.pypi_venv import MARKER, install_pypi_venv, python_env, venv_dir, venv_python

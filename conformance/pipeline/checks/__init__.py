@@ -12,7 +12,16 @@ from __future__ import annotations
 
 from typing import Callable
 
-from conformance.pipeline.checks import consumer, consumption, delivery, encoding, leadership, progress, rebalances, revoke
+from conformance.pipeline.checks import (
+    consumer,
+    consumption,
+    delivery,
+    encoding,
+    leadership,
+    progress,
+    rebalances,
+    revoke,
+)
 from conformance.pipeline.derived import Tables
 
 Check = Callable[[Tables], list[dict]]

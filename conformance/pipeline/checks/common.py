@@ -8,8 +8,18 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from conformance import config
-from conformance.faults import (BY_TOXIC_RULE, DEAD_LOOKING, DELAY_ATTRIBUTES, DELAYING_TOXIC, HEAL_OF, HEALED_BY_NEXT_LINE,
-                                LOG_LINES, SILENCING_TOXICS, STOP_LINES, TIMED_DEAD_LOOKING)
+from conformance.faults import (
+    BY_TOXIC_RULE,
+    DEAD_LOOKING,
+    DELAY_ATTRIBUTES,
+    DELAYING_TOXIC,
+    HEAL_OF,
+    HEALED_BY_NEXT_LINE,
+    LOG_LINES,
+    SILENCING_TOXICS,
+    STOP_LINES,
+    TIMED_DEAD_LOOKING,
+)
 from conformance.pipeline.checks.rules import RULES
 from conformance.reference.codes import REBALANCE_IN_PROGRESS
 

@@ -108,8 +108,15 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from conformance.pipeline.checks.common import fmt_tps, timing, violation
-from conformance.pipeline.consumer_group import (classic_join_answers, consumer_member_ids, consumer_periods,
-                                                 consumer_spans, heartbeat_stints, in_consumer_period, join_answers)
+from conformance.pipeline.consumer_group import (
+    classic_join_answers,
+    consumer_member_ids,
+    consumer_periods,
+    consumer_spans,
+    heartbeat_stints,
+    in_consumer_period,
+    join_answers,
+)
 from conformance.pipeline.derived import Tables
 
 #: The first broker version that accepts a commit from an epoch between the partition's assignment

@@ -49,11 +49,14 @@ from pyspark.sql import functions as F
 
 from conformance.cluster.supervisor import describe_exit
 from conformance.pipeline.checks.common import fault_windows, fmt_tps, timing, violation
-from conformance.pipeline.consumer_group import (classic_join_answers, consumer_member_ids, in_consumer_period,
-                                                 join_answers)
+from conformance.pipeline.consumer_group import (
+    classic_join_answers,
+    consumer_member_ids,
+    in_consumer_period,
+    join_answers,
+)
 from conformance.pipeline.derived import Tables
 from conformance.pipeline.ingest import broadcast
-
 
 _TP = ["run", "topic", "partition"]
 

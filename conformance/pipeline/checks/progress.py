@@ -80,8 +80,7 @@ from __future__ import annotations
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from conformance.pipeline.checks.common import (rebalance_spans, session_expiring_windows, timing, violation,
-                                                window_text)
+from conformance.pipeline.checks.common import rebalance_spans, session_expiring_windows, timing, violation, window_text
 from conformance.pipeline.derived import Tables
 
 _TP = ["run", "topic", "partition"]

@@ -83,12 +83,26 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from conformance import config
-from conformance.pipeline.checks.common import (fault_windows, fmt_tps, formed_by_end, split_by_fault_windows, timing, violation,
-                                                window_text)
+from conformance.pipeline.checks.common import (
+    fault_windows,
+    fmt_tps,
+    formed_by_end,
+    split_by_fault_windows,
+    timing,
+    violation,
+    window_text,
+)
 from conformance.pipeline.checks.consumption import FENCING_CODES, fencing_answers
+from conformance.pipeline.checks.leadership import (
+    assignment_rows,
+    generation_leaders,
+    generation_member_ids,
+    generationless_claims,
+    leaders_by_generation,
+    taken_by,
+    takers,
+)
 from conformance.pipeline.consumer_group import in_consumer_period
-from conformance.pipeline.checks.leadership import (assignment_rows, generation_leaders, generation_member_ids,
-                                                    generationless_claims, leaders_by_generation, taken_by, takers)
 from conformance.pipeline.derived import Tables, is_cooperative
 
 
