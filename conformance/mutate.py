@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterator
 
 from conformance import config, wirelog
 from conformance.faults import FAULTS, GRACEFUL_STOP_LINES, LOG_LINES, STOP_LINES, TIMED_DEAD_LOOKING, WINDOW_LINES
+from conformance.members.spec_grammar import split_spec
 from conformance.protocol import (Assignment, DecodeError, Subscription, TopicPartitions, decode_assignment,
                                   decode_subscription, encode_assignment, encode_subscription)
 from conformance.reference.codes import GROUP_ID_NOT_FOUND, INCONSISTENT_GROUP_PROTOCOL
@@ -1243,7 +1244,8 @@ def leader_reassigns_owned(run: RunEdit) -> tuple[str | None, str]:
 
 def _consumer_protocol(run: RunEdit, member: str) -> bool:
     """Whether ``member``'s spec chooses the consumer protocol (``KIND[@VERSION]+consumer``)."""
-    return any(m["name"] == member and "+consumer" in str(m.get("spec") or "") for m in run.manifest.get("members", []))
+    return any(m["name"] == member and split_spec(str(m.get("spec") or "")).protocol == "consumer"
+               for m in run.manifest.get("members", []))
 
 
 def _heartbeats(run: RunEdit) -> list[int]:
