@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from typing import Callable, Iterator
 
-from conformance import wirelog
 from conformance.members.spec_grammar import split_spec
 from conformance.mutate.revoke import _dead_member_windows, skipped_revoke
 from conformance.mutate.run_edit import TP, NotApplicable, RunEdit, _fmt
@@ -48,9 +47,7 @@ def handed_over_after_heard(run: RunEdit) -> tuple[str | None, str]:
         if not answered:
             continue
         for i, got, tp in _handovers(run):
-            q = next((k for k in range(i - 1, -1, -1) if wirelog.pair_key(run.wire[k])[:3] == wirelog.pair_key(
-                run.wire[i])[:3] and run.wire[k].get("direction") == "request"
-                and run.wire[k].get("correlation_id") == run.wire[i].get("correlation_id")), None)
+            q = run.request_of(i)
             if q is None or got == old_member:
                 continue
             at = run.wire[q]["ts"]     # when the exchange that handed the partition over began

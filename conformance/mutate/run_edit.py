@@ -198,6 +198,13 @@ class RunEdit:
         return next((j for j in range(i + 1, len(self.wire))
                      if self.wire[j].get("direction") == "response" and wirelog.pair_key(self.wire[j]) == key), None)
 
+    def request_of(self, j: int) -> int | None:
+        """The index of the request response frame ``j`` answers: the last request before it with
+        the same :func:`conformance.wirelog.pair_key`."""
+        key = wirelog.pair_key(self.wire[j])
+        return next((i for i in range(j - 1, -1, -1)
+                     if self.wire[i].get("direction") == "request" and wirelog.pair_key(self.wire[i]) == key), None)
+
     def member_of_id(self, member_id: str) -> str | None:
         return next((f["member"] for f in self.wire if f.get("member_id") == member_id), None)
 
