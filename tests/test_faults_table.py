@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 import conformance
-from conformance import faults, mutate
+from conformance import faults
 from conformance.cluster.toxiproxy import Toxic
 from conformance.errors import UsageError
 from conformance.nemesis import FAULTS as LOG_FAULTS
@@ -62,7 +62,8 @@ def test_log_vocabulary_heals_and_windows_come_from_the_table() -> None:
     # What the checks and the mutations read is the table's, not a copy.
     from conformance.pipeline.checks import common
     assert common.DEAD_LOOKING is faults.DEAD_LOOKING and common.HEAL_OF is faults.HEAL_OF
-    assert mutate._WINDOW_FAULTS is faults.WINDOW_LINES
+    from conformance.mutate import run_edit
+    assert run_edit._WINDOW_FAULTS is faults.WINDOW_LINES
     from conformance.pipeline.checks import leadership
     assert leadership._STOPS is faults.STOP_LINES and faults.STOP_LINES == ("terminate", "kill")
     assert faults.GRACEFUL_STOP_LINES == ("terminate",)

@@ -1,14 +1,19 @@
 """Member specs: KIND[@VERSION][+PROTOCOL][/FAULT...], with a clear error for every kind of mistake."""
 
+import ast
+import itertools
+from pathlib import Path
 from typing import Iterator
 
 import pytest
 
 from conformance import config, registries
 from conformance.errors import SuiteError, UsageError
-from conformance.members import versions
+from conformance.members import known_issues, spec_grammar, versions
 from conformance.members.kinds import default_version, java
-from conformance.members.spec import MemberSpec, parse_specs
+from conformance.members.spec import CONSUMER_PROTOCOL_FAULTS, KINDS, REFERENCE_FAULTS, MemberSpec, parse_specs
+from conformance.members.spec_grammar import split_spec
+from conformance.pipeline import matrix
 
 
 @pytest.mark.parametrize("text", ["reference", "java@3.9.1", "librdkafka@2.16.1", "sarama@1.60.1",
@@ -60,6 +65,71 @@ def test_parse_specs_list() -> None:
 def test_a_version_is_one_word_of_version_characters() -> None:
     with pytest.raises(UsageError, match="is not a version"):
         MemberSpec.parse("reference@0.1.0\n/skip-revoke")
+
+
+# One grammar: every form of spec the grammar allows, read by MemberSpec.parse and by the readers of
+# recorded specs (known issues, the matrix), which must agree with it word for word.
+def _every_form() -> Iterator[str]:
+    """Each kind with and without a version, with no, ``+classic`` and ``+consumer`` protocol, and
+    the reference with no, one and two faults of its protocol."""
+    for kind, version, protocol in itertools.product(KINDS, ("", "@1.2.3", f"@{default_version('java')}"),
+                                                     ("", "+classic", "+consumer")):
+        known = CONSUMER_PROTOCOL_FAULTS if protocol == "+consumer" else REFERENCE_FAULTS
+        for faults in ((), known[:1], known[-2:]) if kind == "reference" else ((),):
+            yield "/".join((kind + version + protocol, *faults))
+
+
+FORMS = list(_every_form())
+
+
+@pytest.mark.parametrize("text", FORMS)
+def test_the_grammar_reads_every_form_as_member_spec_parses_it(text: str) -> None:
+    spec = MemberSpec.parse(text)
+    words = split_spec(text)
+    assert (words.kind, words.version or default_version(words.kind), words.protocol or "classic",
+            words.faults) == (spec.kind, spec.version, spec.protocol, spec.faults)
+    # A recorded spec is str(MemberSpec): the readers see its words, and the matrix orders by them.
+    assert split_spec(str(spec)) == (spec.kind, spec.version, None if spec.protocol == "classic" else spec.protocol,
+                                     spec.faults)
+    assert matrix._spec_sort_key(str(spec)) == (spec.kind, str(spec).removeprefix(f"{spec.kind}@"))
+
+
+def test_known_issues_read_the_culprit_spec_as_member_spec_does() -> None:
+    # For every row, the culprit spec at an affected version in every written form (a consumer-protocol
+    # member, a faulted reference) matches as MemberSpec's kind and version say it should.
+    seen = 0
+    for row in known_issues.table():
+        version = row.since or "0.0.1"
+        assert row.affects(row.kind, version), row
+        for text in (t for t in FORMS if split_spec(t).kind == row.kind):
+            spec = MemberSpec.parse(text.replace("@1.2.3", f"@{version}"))
+            written = str(spec)
+            want = next((i for i in known_issues.issues_of(spec.kind, spec.version)
+                         if i.invariant == row.invariant and i.explains(dict(row.evidence))), None)
+            assert known_issues.match(row.invariant, written, dict(row.evidence)) == want, written
+            seen += want is not None
+    assert seen, "no form of any known issue's culprit matched: the agreement above proved nothing"
+
+
+def test_no_second_spec_grammar_in_the_package() -> None:
+    # A spec string is split by conformance/members/spec_grammar.py alone: no other module of the
+    # package splits on '@' or tests for a '+PROTOCOL' or '@' by hand. known_issues.version_key cuts a
+    # version's build suffix ('2.10.0+build'): a version, never a spec.
+    root = Path(spec_grammar.__file__).parents[1]
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path.name == "spec_grammar.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            split = (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                     and node.func.attr in ("split", "rsplit", "partition", "rpartition") and node.args
+                     and isinstance(node.args[0], ast.Constant) and node.args[0].value in ("@", "+"))
+            contains = (isinstance(node, ast.Compare) and isinstance(node.left, ast.Constant)
+                        and isinstance(node.left.value, str) and any(c in node.left.value for c in "@+")
+                        and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops))
+            if split or contains:
+                found.append(f"{path.relative_to(root.parent)}:{node.lineno}: {ast.unparse(node)}")
+    assert found == ["conformance/members/known_issues.py:40: version.split('+')"]
 
 
 # Versions: the decision of conformance.members.versions, with the registry's list passed in.

@@ -32,6 +32,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from conformance.members.spec_grammar import split_spec
+
 
 def version_key(version: str) -> tuple[int, ...]:
     """``"2.10.0"`` -> ``(2, 10, 0)``; non-numeric parts count as 0 (``"1.0.0rc1"`` -> ``(1, 0, 0)``)."""
@@ -93,21 +95,14 @@ def issues_of(kind: str, version: str | None) -> list[KnownIssue]:
     return [i for i in table() if i.affects(kind, version)]
 
 
-def spec_kind_version(spec: str) -> tuple[str, str | None]:
-    """``"java@4.4.0/fault"`` -> ``("java", "4.4.0")``."""
-    head = spec.split("/", 1)[0]
-    kind, _, version = head.partition("@")
-    return kind, version or None
-
-
 def match(invariant: str, culprit_spec: str | None, evidence: dict[str, Any] | None = None) -> KnownIssue | None:
     """The first known issue of ``invariant`` that affects ``culprit_spec`` (the spec of the member
     the finding names as its culprit) and explains a finding with ``evidence``, or None (always
     None without a culprit)."""
     if not culprit_spec:
         return None
-    kind, version = spec_kind_version(culprit_spec)
-    for issue in issues_of(kind, version):
+    words = split_spec(culprit_spec)
+    for issue in issues_of(words.kind, words.version or None):
         if issue.invariant == invariant and issue.explains(evidence):
             return issue
     return None

@@ -14,6 +14,10 @@ omitted version resolves to the pinned default in :mod:`conformance.config`;
 faults are accepted only for ``reference`` and only from the list of its protocol
 (:data:`REFERENCE_FAULTS` for classic, :data:`CONSUMER_PROTOCOL_FAULTS` for consumer),
 and a bad spec raises :class:`~conformance.errors.UsageError` saying what is wrong.
+The grammar is :func:`~conformance.members.spec_grammar.split_spec` alone: :meth:`MemberSpec.parse`
+validates its words, and a reader of a spec string a run wrote (the pipeline's known issues and
+matrix, the mutants) reads it through ``split_spec`` too, so no second grammar exists
+(tests/test_member_spec.py checks it).
 A version is one word of ``[0-9A-Za-z._-]`` here (``+`` starts the protocol); whether it exists
 and can run is :mod:`conformance.members.versions`'s question (it may ask a registry).
 """
@@ -26,6 +30,10 @@ from dataclasses import dataclass
 from conformance.errors import UsageError
 from conformance.members.harness_config import GROUP_PROTOCOLS
 from conformance.members.kinds import KIND_MODULES, default_version
+from conformance.members.spec_grammar import SpecWords, sort_key, split_spec
+
+__all__ = ["CONSUMER_PROTOCOL_FAULTS", "KINDS", "MemberSpec", "REFERENCE_FAULTS", "SpecWords", "parse_specs",
+           "sort_key", "split_spec"]
 
 KINDS: tuple[str, ...] = tuple(KIND_MODULES)
 
@@ -73,16 +81,14 @@ class MemberSpec:
         raw = text.strip()
         if not raw:
             raise UsageError("empty member spec: expected KIND[@VERSION][+PROTOCOL][/FAULT...], e.g. java@3.9.1")
-        head, *faults = raw.split("/")
-        head, plus, protocol = head.partition("+")
-        if plus and protocol not in GROUP_PROTOCOLS:
+        kind, version, protocol, faults = split_spec(raw)
+        if protocol is not None and protocol not in GROUP_PROTOCOLS:
             raise UsageError(f"member spec {raw!r}: unknown group protocol {protocol!r} after '+'; "
                              f"known: {', '.join(GROUP_PROTOCOLS)}")
         protocol = protocol or "classic"
-        kind, _, version = head.partition("@")
-        if kind not in KIND_MODULES:
-            raise UsageError(f"member spec {raw!r}: unknown kind {kind!r}; known kinds: {', '.join(KIND_MODULES)}")
-        if "@" in head and not version:
+        if kind not in KINDS:
+            raise UsageError(f"member spec {raw!r}: unknown kind {kind!r}; known kinds: {', '.join(KINDS)}")
+        if version == "":
             raise UsageError(f"member spec {raw!r}: '@' must be followed by a version, e.g. {kind}@{default_version(kind)}")
         if version and not _VERSION_RE.fullmatch(version):
             raise UsageError(f"member spec {raw!r}: {version!r} is not a version")

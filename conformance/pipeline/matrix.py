@@ -37,12 +37,8 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
+from conformance.members.spec_grammar import sort_key as _spec_sort_key
 from conformance.pipeline.checks import SEVERITIES, worst_severity
-
-
-def _spec_sort_key(spec: str):
-    kind, _, rest = spec.partition("@")
-    return (kind, rest)
 
 
 def pairs(members: list[str]) -> list[tuple[str, str]]:

@@ -20,6 +20,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from conformance.members.spec_grammar import split_spec
 from conformance.protocol import Assignment, Subscription, TopicPartitions, encode_assignment, encode_subscription
 from conformance.protocol.userdata import encode_cooperative_generation
 
@@ -49,9 +50,9 @@ class CellBuilder:
         self.manifest = {
             "run_id": run_id, "scenario": scenario, "seed": seed, "broker_version": broker_version, "group_id": "g",
             "topics": self.topics,
-            "members": [{"name": n, "spec": s, "kind": s.split("@")[0], "version": s.split("@")[1].split("/")[0],
-                         "faults": s.split("/")[1:], "strategies": list(strategies), "group_instance_id": None}
-                        for n, s in members],
+            "members": [{"name": n, "spec": s, "kind": w.kind, "version": w.version, "faults": list(w.faults),
+                         "strategies": list(strategies), "group_instance_id": None}
+                        for n, s, w in ((n, s, split_spec(s)) for n, s in members)],
             "expected_protocol": expected_protocol,
             "timing": timing or {"session_timeout_ms": 10000, "heartbeat_interval_ms": 1000,
                                  "max_poll_interval_ms": 30000, "convergence_bound_ms": 40000, "revoke_bound_ms": 30000},
@@ -74,9 +75,9 @@ class CellBuilder:
 
     # -- histories -------------------------------------------------------------------------------
     def event(self, member: str, ts: float, event: str, **fields) -> None:
-        spec = self.members.get(member, "producer@0")
-        entry = {"ts": float(ts), "member": member, "client": spec.split("@")[0],
-                 "client_version": spec.split("@")[1] if "@" in spec else "0", "event": event,
+        words = split_spec(self.members.get(member, "producer@0"))
+        entry = {"ts": float(ts), "member": member, "client": words.kind,
+                 "client_version": words.version or "0", "event": event,
                  "member_id": self.mid(member), "protocol": "cooperative"
                  if self.manifest["expected_protocol"] == "cooperative" else "eager"}
         if member in self.generation_of:

@@ -1,0 +1,148 @@
+"""Mutations the progress invariant must fail (P1; the check is
+:mod:`conformance.pipeline.checks.progress`), with P1/fault-window narrowed to session-expiring faults.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from conformance.faults import LOG_LINES, TIMED_DEAD_LOOKING
+from conformance.mutate.run_edit import NotApplicable, RunEdit, _fmt
+
+# -- P1/fault-window narrowed (issue 38): session-expiring faults only, the bound on the total stall -----------
+
+@dataclass(frozen=True)
+class _Window:
+    """A dead-looking fault of a member or of the broker, as P1 weighs it: ``start`` (its invocation) to
+    ``end`` (its heal plus a session timeout and a heartbeat); ``expiring``: it can expire a session
+    (:data:`conformance.faults.TIMED_DEAD_LOOKING` lines only when they lasted a session timeout)."""
+
+    fault: str
+    target: str
+    start: float
+    end: float
+    expiring: bool
+
+
+def _p1_windows(run: RunEdit) -> list[_Window]:
+    out = []
+    for i, f in enumerate(run.nemesis):
+        line = LOG_LINES.get(f.get("fault"))
+        if f.get("phase") != "invoke" or line is None or line.looks_dead != "yes":
+            continue
+        heal = next((g["ts"] for g in run.nemesis[i + 1:] if g.get("target") == f.get("target")), run.end_ts)
+        out.append(_Window(f["fault"], f.get("target"), f["ts"], heal + run.session_ms + run.heartbeat_ms,
+                           f["fault"] not in TIMED_DEAD_LOOKING or heal - f["ts"] >= run.session_ms))
+    return sorted(out, key=lambda w: w.start)
+
+
+def _outside(t0: float, t1: float, windows: list[_Window]) -> tuple[float, float]:
+    """(total, longest): the time of [t0, t1] outside every window of ``windows`` (sorted by start),
+    in all and its longest stretch."""
+    total, longest, cursor = 0.0, 0.0, t0
+    for w in windows:
+        lo, hi = min(max(w.start, t0), t1), max(min(w.end, t1), t0)
+        total += max(0.0, lo - cursor)
+        longest = max(longest, lo - cursor)
+        cursor = max(cursor, hi)
+    return total + max(0.0, t1 - cursor), max(longest, t1 - cursor)
+
+
+def _merge_into_resume(run: RunEdit, member: str, inside: list[int], resume_i: int) -> dict:
+    """Fold ``member``'s consumed batches ``inside`` (history indexes) into the batch at ``resume_i``
+    (its offsets widened to cover theirs, their counts added) and drop them: the records are still
+    consumed once, only later. Returns the resuming batch."""
+    events = run.histories[member]
+    resume = events[resume_i]
+    merged = [events[k] for k in inside] + [resume]
+    resume["first_offset"] = min(m["first_offset"] for m in merged)
+    resume["last_offset"] = max(m["last_offset"] for m in merged)
+    resume["count"] = sum(m["count"] for m in merged)
+    dropped = set(inside)
+    run.histories[member] = [e for k, e in enumerate(events) if k not in dropped]
+    return resume
+
+
+def _stall_across(run: RunEdit, keep: Callable[[_Window], bool], what: str) -> tuple[str | None, str]:
+    """A member stops fetching one partition it owns around a run of the fault windows ``keep`` selects
+    (its own or the broker's, each less than the bound after the previous one): it consumes nothing of it
+    from up to a bound minus two heartbeats before the first window to up to as long after the last one
+    (no further than the other windows next to them), then resumes and catches up in one batch (its
+    consumed events in between merged into the resume). Every stretch of the stall outside the windows
+    of every dead-looking fault is shorter than the bound; its time outside the windows that can expire
+    a session, in all, is longer than the bound by two heartbeats or more. The first ownership interval
+    that holds such a stall."""
+    reach = run.convergence_ms - 2 * run.heartbeat_ms
+    windows = _p1_windows(run)
+    for iv in run.intervals():
+        mine = [w for w in windows if w.target in (iv.member, "broker", "all")]
+        groups: list[list[_Window]] = []
+        for w in (w for w in mine if keep(w)):
+            if groups and w.start - max(x.end for x in groups[-1]) <= reach:
+                groups[-1].append(w)
+            else:
+                groups.append([w])
+        for group in groups:
+            end = max(w.end for w in group)
+            before = [w.end for w in mine if w not in group and w.start < group[0].start]
+            after = [w.start for w in mine if w not in group and w.start > end]
+            t0 = max([iv.start_ts + 2 * run.heartbeat_ms, group[0].start - reach] + before)
+            t1 = min([iv.end_ts - 2 * run.heartbeat_ms, end + reach] + after)
+            total, _ = _outside(t0, t1, [w for w in mine if w.expiring])
+            _, longest = _outside(t0, t1, mine)
+            if total <= run.convergence_ms + 2 * run.heartbeat_ms or longest > reach:
+                continue
+            cons = run.consumed(iv.member, iv.tp, iv.start_ts, iv.end_ts)
+            events = run.histories[iv.member]
+            inside = [k for k in cons if t0 < events[k]["ts"] <= t1]
+            later = [k for k in cons if events[k]["ts"] > t1]
+            if not inside or not later or not any(events[k]["ts"] <= t0 for k in cons):
+                continue
+            resume = _merge_into_resume(run, iv.member, inside, later[0])
+            faults = ", ".join(f"{w.fault} of {w.target} at {w.start:.0f}" for w in group)
+            return iv.member, (f"{iv.member} consumed nothing of {_fmt(iv.tp)} from {t0:.0f} to {resume['ts']:.0f} "
+                               f"({(resume['ts'] - t0) / 1000:.1f} s, across {faults}; {len(inside)} batch(es) "
+                               f"merged into the resume)")
+    raise NotApplicable(f"no ownership interval holding a stall across {what}")
+
+
+def stalled_across_short_pause(run: RunEdit) -> tuple[str | None, str]:
+    """P1 (rule P1/fault-window narrowed). :func:`_stall_across` a pause (or cut) of the owner shorter
+    than its session timeout, which the group never noticed: it opens no fault window, so the whole
+    stall counts against the bound."""
+    return _stall_across(run, lambda w: not w.expiring and w.target not in ("broker", "all"),
+                         "a fault shorter than a session")
+
+
+def stalled_across_restarts(run: RunEdit) -> tuple[str | None, str]:
+    """P1 (rule P1/fault-window narrowed). :func:`_stall_across` broker restarts (windows that each
+    expire a session, back to back where the run has several): the bound holds the stall's total time
+    outside the windows, not its longest stretch, so the windows excuse nothing before, between or
+    after them."""
+    return _stall_across(run, lambda w: w.expiring and w.target in ("broker", "all"), "broker restarts")
+
+
+def stalled_partition(run: RunEdit) -> tuple[str | None, str]:
+    """P1. A member stops fetching one partition it owns for longer than the convergence bound, then
+    resumes and catches up in one batch (a client that pauses a partition and forgets to resume it
+    until something else wakes it): its consumed events of that partition in the stall are merged
+    into the first one after it (same offsets in total, the resume's real timestamp). The first
+    ownership interval long enough to hold such a stall outside any fault window."""
+    stall = run.convergence_ms + 5 * run.heartbeat_ms
+    for iv in run.intervals():
+        if iv.end_ts - iv.start_ts <= stall:
+            continue
+        cons = run.consumed(iv.member, iv.tp, iv.start_ts, iv.end_ts)
+        if not cons:
+            continue
+        events = run.histories[iv.member]
+        t0 = events[cons[0]]["ts"]
+        inside = [k for k in cons if t0 < events[k]["ts"] <= t0 + stall]
+        after = [k for k in cons if events[k]["ts"] > t0 + stall]
+        if not inside or not after or not run.quiet(t0, events[after[0]]["ts"], [iv.member]):
+            continue
+        resume = _merge_into_resume(run, iv.member, inside, after[0])
+        return iv.member, (f"{iv.member} consumed nothing of {_fmt(iv.tp)} from {t0:.0f} to {resume['ts']:.0f} "
+                           f"({(resume['ts'] - t0) / 1000:.1f} s; {len(inside)} batch(es) merged into the resume)")
+    raise NotApplicable(f"no ownership interval longer than {stall / 1000:.0f} s with consumption after such a stall")
