@@ -86,8 +86,8 @@ class MemberSpec:
             raise UsageError(f"member spec {raw!r}: unknown group protocol {protocol!r} after '+'; "
                              f"known: {', '.join(GROUP_PROTOCOLS)}")
         protocol = protocol or "classic"
-        if kind not in KINDS:
-            raise UsageError(f"member spec {raw!r}: unknown kind {kind!r}; known kinds: {', '.join(KINDS)}")
+        if kind not in KIND_MODULES:
+            raise UsageError(f"member spec {raw!r}: unknown kind {kind!r}; known kinds: {', '.join(KIND_MODULES)}")
         if version == "":
             raise UsageError(f"member spec {raw!r}: '@' must be followed by a version, e.g. {kind}@{default_version(kind)}")
         if version and not _VERSION_RE.fullmatch(version):
