@@ -13,8 +13,9 @@ directories, or folders holding either; by default the corpus of real runs in
 temporary directory, which, with the mutants, is removed afterwards.
 
 Exit 0 only when every original passed every invariant and every mutant failed
-its invariant (every mutation applied to some original); 1 otherwise; 2 on bad
-input (a missing path, an unreadable archive, no run directory), one line.
+its invariant (every mutation applied to some original), and every neighbour (a
+legitimate behaviour beside a narrowed exemption rule, :data:`conformance.mutate.NEIGHBOURS`)
+was allowed by its rule; 1 otherwise; 2 on bad input (a missing path, an unreadable archive, no run directory), one line.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance.errors import UsageError
-from conformance.mutate import MUTATIONS, BadRun, Mutant, NotApplicable, RunEdit, mutate
+from conformance.mutate import MUTATIONS, NEIGHBOURS, BadRun, Mutant, NotApplicable, RunEdit, mutate
 
 #: The corpus of real runs judged by default.
 CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "real-runs"
@@ -38,8 +39,8 @@ Inject one anomaly class at a time into copies of real run directories and judge
 prints, per invariant, the mutants that made it fail (killed) out of all, and whether every
 original passed. Default input: the corpus of real runs in fixtures/real-runs/.
 
-Exit 0 when every original passed and every mutant failed its invariant; 1 otherwise;
-2 on bad input.
+Exit 0 when every original passed, every mutant failed its invariant and every neighbour was
+allowed by its rule; 1 otherwise; 2 on bad input.
 """
 
 
@@ -61,6 +62,7 @@ class Score:
     mutants: list[tuple[Mutant, dict]] = field(default_factory=list)     # (mutant, its verdict)
     not_applicable: list[tuple[Path, str, str]] = field(default_factory=list)   # (original, mutation, why)
     names: dict[Path, str] = field(default_factory=dict)                 # original -> name to show
+    neighbours: list[tuple[Mutant, dict]] = field(default_factory=list)  # (neighbour, its verdict)
 
     def failing_originals(self) -> dict[Path, dict[str, str]]:
         """Original -> {invariant: first messages} of every original that did not pass."""
@@ -87,12 +89,25 @@ class Score:
         return [(m, v) for m, v in self.mutants if not self.killed(m, v)]
 
     def unapplied(self) -> list[str]:
-        """Mutations that made no mutant of any original."""
-        made = {m.mutation for m, _ in self.mutants}
-        return [mu.name for mu in MUTATIONS if mu.name not in made]
+        """Mutations and neighbours that made no copy of any original."""
+        made = {m.mutation for m, _ in self.mutants + self.neighbours}
+        names = [mu.name for mu in MUTATIONS] + [nb.name for nb in NEIGHBOURS]
+        return [name for name in names if name not in made]
+
+    @staticmethod
+    def allowed(neighbour: Mutant, verdict: dict) -> bool:
+        """A neighbour is judged right when its invariant passed with an allowed finding of its rule."""
+        rule = next(n.allowed_by for n in NEIGHBOURS if n.name == neighbour.mutation)
+        inv = verdict["invariants"].get(neighbour.invariant, {})
+        return inv.get("status") == "pass" and any(a.get("allowed_by") == rule for a in inv.get("allowed") or [])
+
+    def misjudged_neighbours(self) -> list[tuple[Mutant, dict]]:
+        """Neighbours (legitimate behaviour beside a narrowed rule) not allowed by their rule: a false alarm."""
+        return [(m, v) for m, v in self.neighbours if not self.allowed(m, v)]
 
     def perfect(self) -> bool:
-        return not self.failing_originals() and not self.survivors() and not self.unapplied() and bool(self.originals)
+        return (not self.failing_originals() and not self.survivors() and not self.unapplied()
+                and not self.misjudged_neighbours() and bool(self.originals))
 
 
 def _originals(paths: list[Path], into: Path) -> tuple[list[Path], dict[Path, str]]:
@@ -150,6 +165,7 @@ def score(paths: list[Path] | None = None, work: Path | None = None) -> Score:
         originals, names = _originals(paths, work / "originals")
         result = Score(names=names)
         mutants: list[Mutant] = []
+        neighbours: list[Mutant] = []
         for k, original in enumerate(originals):
             try:
                 RunEdit.load(original)
@@ -160,13 +176,19 @@ def score(paths: list[Path] | None = None, work: Path | None = None) -> Score:
                     mutants.append(mutate(original, mutation, work / "mutants" / f"{k}-{mutation.name}"))
                 except NotApplicable as exc:
                     result.not_applicable.append((original, mutation.name, str(exc)))
+            for neighbour in NEIGHBOURS:
+                try:
+                    neighbours.append(mutate(original, neighbour, work / "neighbours" / f"{k}-{neighbour.name}"))
+                except NotApplicable as exc:
+                    result.not_applicable.append((original, neighbour.name, str(exc)))
         from conformance.pipeline import judge
 
-        verdicts = judge([*originals, *(m.path for m in mutants)], work / "judged")
+        verdicts = judge([*originals, *(m.path for m in mutants + neighbours)], work / "judged")
         by_dir = {Path(v["run_dir"]).resolve(): v for v in verdicts if v.get("run_dir")}
         for original in originals:
             result.originals[original] = by_dir[original.resolve()]
         result.mutants = [(m, by_dir[m.path.resolve()]) for m in mutants]
+        result.neighbours = [(m, by_dir[m.path.resolve()]) for m in neighbours]
         return result
     finally:
         if own:
@@ -200,6 +222,15 @@ def render(s: Score) -> list[str]:
         if m.culprit and s.killed(m, v) and not s.blamed(m, v):
             lines.append(f"  unblamed {m.mutation} of {s.names.get(m.original, m.original)}: {m.invariant} failed "
                          f"without naming the culprit {m.culprit}")
+    if s.neighbours:
+        right = len(s.neighbours) - len(s.misjudged_neighbours())
+        lines.append(f"neighbours: {right}/{len(s.neighbours)} allowed by their rule "
+                     f"({', '.join(sorted({m.mutation for m, _ in s.neighbours}))})")
+    for m, v in s.misjudged_neighbours():
+        inv = v["invariants"].get(m.invariant, {})
+        lines.append(f"  false alarm: neighbour {m.mutation} of {s.names.get(m.original, m.original)}: {m.invariant} "
+                     f"{inv.get('status', 'missing')}, allowed by {sorted({a.get('allowed_by') for a in inv.get('allowed') or []})} "
+                     f"({m.detail})")
     for original, name, why in s.not_applicable:
         lines.append(f"  not applicable: {name} to {s.names.get(original, original)}: {why}")
     return lines

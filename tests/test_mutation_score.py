@@ -63,6 +63,22 @@ def test_narrowed_exemptions_still_allow_the_real_faults_run(result) -> None:
         assert a["evidence"]["window"]["fault"] == "pause" and a["evidence"]["removed_ts"] <= a["evidence"]["from"], a
 
 
+def test_every_neighbour_is_allowed_by_its_rule(result) -> None:
+    """Legitimate behaviour beside a narrowed rule stays allowed. stalled-through-rebalance: an owner
+    fetches nothing of a partition across its own 8 s rebalance of the faults original (generation 5,
+    REBALANCE_IN_PROGRESS to its SyncGroup answer), for its bound plus half that rebalance: over the
+    bound, no more than it outside the rebalance, so P1 passes with P1/rebalance (its mutant
+    stalled-past-own-bound, the same stall outside any rebalance, fails P1)."""
+    assert result.neighbours, "no neighbour applied to any original"
+    wrong = result.misjudged_neighbours()
+    assert not wrong, "\n".join(f"{m.mutation} of {result.names[m.original]}: {v['invariants'][m.invariant]}"
+                                for m, v in wrong)
+    for m, v in result.neighbours:
+        [a] = [a for a in v["invariants"][m.invariant]["allowed"] if a["allowed_by"] == "P1/rebalance"]
+        assert a["culprit"] == m.culprit and a["evidence"]["rebalances"], a
+        assert a["evidence"]["stall_ms"] > a["evidence"]["bound_ms"] >= a["evidence"]["outside_rebalances_ms"], a
+
+
 def test_mutations_are_deterministic(tmp_path) -> None:
     """The same original and mutation give the same bytes (the score does not depend on the run of it)."""
     import tarfile

@@ -50,7 +50,13 @@ from conformance.mutate.leadership import (
     partition_assigned_twice,
     unbalanced_final,
 )
-from conformance.mutate.progress import stalled_across_restarts, stalled_across_short_pause, stalled_partition
+from conformance.mutate.progress import (
+    stalled_across_restarts,
+    stalled_across_short_pause,
+    stalled_partition,
+    stalled_past_own_bound,
+    stalled_through_rebalance,
+)
 from conformance.mutate.rebalances import rebalance_storm
 from conformance.mutate.revoke import (
     eager_rejoin_holding,
@@ -111,6 +117,26 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("held-beside-faulted", "R2", held_beside_faulted),
     Mutation("stalled-across-short-pause", "P1", stalled_across_short_pause),
     Mutation("stalled-across-restarts", "P1", stalled_across_restarts),
+    # P1's bound from the owner's own settings (issue 38): a stall the convergence bound excused.
+    Mutation("stalled-past-own-bound", "P1", stalled_past_own_bound),
+)
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """A legitimate behaviour next to a narrowed rule's bug class: its name, the invariant it concerns,
+    the rule that must allow it (the invariant passes, with an allowed finding of that rule), and the
+    edit. It shows a narrowed rule still allows what it exists for."""
+
+    name: str
+    invariant: str
+    allowed_by: str
+    apply: Callable[[RunEdit], tuple[str | None, str]]
+
+
+#: The neighbours ``conformance mutation-score`` builds beside the mutants: each must be allowed.
+NEIGHBOURS: tuple[Neighbour, ...] = (
+    Neighbour("stalled-through-rebalance", "P1", "P1/rebalance", stalled_through_rebalance),
 )
 
 #: The mutations of a KIP-848 group (a consumer-protocol member beside classic ones). Kept apart from
@@ -153,7 +179,7 @@ class Mutant:
     detail: str
 
 
-def mutate(original: Path, mutation: Mutation, dest: Path) -> Mutant:
+def mutate(original: Path, mutation: Mutation | Neighbour, dest: Path) -> Mutant:
     """Copy ``original`` to ``dest`` and apply ``mutation`` to the copy. The copy's run id is the
     original's with ``~<mutation>`` appended (so one judge call tells them apart). Raises
     :class:`NotApplicable` (the copy removed) when the original has no place for the anomaly."""

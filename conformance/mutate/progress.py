@@ -1,5 +1,6 @@
 """Mutations the progress invariant must fail (P1; the check is
-:mod:`conformance.pipeline.checks.progress`), with P1/fault-window narrowed to session-expiring faults.
+:mod:`conformance.pipeline.checks.progress`), with P1/fault-window narrowed to session-expiring faults
+and P1's bound taken from the owner's own settings; and the neighbour the rule P1/rebalance allows.
 """
 
 from __future__ import annotations
@@ -7,8 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from conformance import config
 from conformance.faults import LOG_LINES, TIMED_DEAD_LOOKING
-from conformance.mutate.run_edit import NotApplicable, RunEdit, _fmt
+from conformance.members.kinds import fetch_max_wait_ms
+from conformance.mutate.run_edit import Interval, NotApplicable, RunEdit, _fmt
+from conformance.reference.codes import REBALANCE_IN_PROGRESS
 
 # -- P1/fault-window narrowed (issue 38): session-expiring faults only, the bound on the total stall -----------
 
@@ -146,3 +150,116 @@ def stalled_partition(run: RunEdit) -> tuple[str | None, str]:
         return iv.member, (f"{iv.member} consumed nothing of {_fmt(iv.tp)} from {t0:.0f} to {resume['ts']:.0f} "
                            f"({(resume['ts'] - t0) / 1000:.1f} s; {len(inside)} batch(es) merged into the resume)")
     raise NotApplicable(f"no ownership interval longer than {stall / 1000:.0f} s with consumption after such a stall")
+def _p1_bound(run: RunEdit, member: str) -> float:
+    """P1's bound for ``member`` as the judge takes it: its fetch wait (manifest, else its kind's) plus
+    the cell's max poll interval."""
+    entry: dict = next((m for m in run.manifest.get("members", []) if m.get("name") == member), {})
+    wait = entry.get("fetch_max_wait_ms")
+    if not isinstance(wait, (int, float)) or isinstance(wait, bool):
+        wait = fetch_max_wait_ms(entry.get("kind") or "reference")
+    return float(wait) + run.timing("max_poll_interval_ms", config.MAX_POLL_INTERVAL_MS)
+
+
+def _rebalance_spans(run: RunEdit, member: str) -> list[tuple[float, float]]:
+    """``member``'s rebalances by its own wire, as P1 reads them (``checks.common.rebalance_spans``):
+    from a REBALANCE_IN_PROGRESS answer or its JoinGroup request to its SyncGroup response; from a
+    ConsumerGroupHeartbeat answer with an assignment to its next request reporting what it owns."""
+    spans: list[tuple[float, float]] = []
+    start: float | None = None
+    given: float | None = None
+    for f in run.wire:
+        if f.get("member") != member or f.get("undecodable"):
+            continue
+        api, direction = f.get("api"), f.get("direction")
+        if api == "ConsumerGroupHeartbeat":
+            if direction == "response" and f.get("assigned") is not None and given is None:
+                given = f["ts"]
+            elif direction == "request" and f.get("owned") is not None and given is not None:
+                spans.append((given, f["ts"]))
+                given = None
+        elif start is None and ((api == "JoinGroup" and direction == "request")
+                                or (direction == "response" and f.get("error_code") == REBALANCE_IN_PROGRESS)):
+            start = f["ts"]
+        elif start is not None and api == "SyncGroup" and direction == "response":
+            spans.append((start, f["ts"]))
+            start = None
+    spans += [(s, run.end_ts) for s in (start, given) if s is not None]
+    return sorted(spans)
+
+
+def _stall_between(run: RunEdit, iv: Interval, t0: float, t1: float) -> tuple[list[int], int] | None:
+    """(the owner's consumed events of ``iv``'s partition in (t0, t1], the first one after t1) when
+    it consumed it at or before t0 too; None otherwise."""
+    cons = run.consumed(iv.member, iv.tp, iv.start_ts, iv.end_ts)
+    events = run.histories[iv.member]
+    inside = [k for k in cons if t0 < events[k]["ts"] <= t1]
+    later = [k for k in cons if events[k]["ts"] > t1]
+    if not inside or not later or not any(events[k]["ts"] <= t0 for k in cons):
+        return None
+    return inside, later[0]
+
+
+def _spans_in(spans: list[tuple[float, float]], t0: float, t1: float) -> list[_Window]:
+    return [_Window("rebalance", "", s0, s1, True) for s0, s1 in spans if s0 < t1 and s1 > t0]
+
+
+def stalled_past_own_bound(run: RunEdit) -> tuple[str | None, str]:
+    """P1 (its bound from the owner's own settings). A member stops fetching one partition it owns for
+    its own bound (its fetch wait plus its max poll interval) and two heartbeats more, in a stretch
+    with no fault window and none of its rebalances, then resumes and catches up in one batch (its
+    consumed events in between merged into the resume): shorter than the run's convergence bound, so
+    the bound P1 took before (the session and rebalance timeouts) excused it. The first consumption of
+    an ownership interval that starts such a stall."""
+    for iv in run.intervals():
+        bound, spans = _p1_bound(run, iv.member), _rebalance_spans(run, iv.member)
+        events = run.histories[iv.member]
+        for k in run.consumed(iv.member, iv.tp, iv.start_ts, iv.end_ts):
+            t0 = events[k]["ts"]
+            t1 = t0 + bound + 2 * run.heartbeat_ms
+            found = _stall_between(run, iv, t0, t1)
+            if found is None:
+                continue
+            inside, resume_i = found
+            resume_ts = events[resume_i]["ts"]
+            if (resume_ts - t0 >= run.convergence_ms - run.heartbeat_ms or _spans_in(spans, t0, resume_ts)
+                    or not run.quiet(t0, resume_ts, [iv.member])):
+                continue
+            _merge_into_resume(run, iv.member, inside, resume_i)
+            return iv.member, (f"{iv.member} consumed nothing of {_fmt(iv.tp)} from {t0:.0f} to {resume_ts:.0f} "
+                               f"({(resume_ts - t0) / 1000:.1f} s; its bound {bound / 1000:.1f} s, the convergence "
+                               f"bound {run.convergence_ms / 1000:.1f} s; {len(inside)} batch(es) merged into the "
+                               f"resume)")
+    raise NotApplicable("no quiet ownership interval holding a stall past its owner's bound")
+
+
+def stalled_through_rebalance(run: RunEdit) -> tuple[str | None, str]:
+    """The neighbour of :func:`stalled_past_own_bound` (not a bug: rule P1/rebalance allows it). A
+    member stops fetching one partition it owns across one of its own rebalances of at least two
+    heartbeats, for its bound plus half that rebalance, in a stretch with no fault window, then
+    resumes and catches up in one batch: longer than its bound, but no more than its bound outside
+    its rebalances. The first consumption (in time) that starts such a stall."""
+    for iv in run.intervals():
+        bound, spans = _p1_bound(run, iv.member), _rebalance_spans(run, iv.member)
+        events = run.histories[iv.member]
+        for s0, s1 in spans:
+            length = s1 - s0
+            if length < 2 * run.heartbeat_ms or s0 <= iv.start_ts or s1 >= iv.end_ts:
+                continue
+            stall = bound + length / 2
+            for k in run.consumed(iv.member, iv.tp, s1 - stall + run.heartbeat_ms, s0):
+                t0 = events[k]["ts"]
+                found = _stall_between(run, iv, t0, t0 + stall)
+                if found is None:
+                    continue
+                inside, resume_i = found
+                resume_ts = events[resume_i]["ts"]
+                outside, _ = _outside(t0, resume_ts, _spans_in(spans, t0, resume_ts))
+                if resume_ts - t0 <= bound + run.heartbeat_ms or outside > bound - run.heartbeat_ms \
+                        or not run.quiet(t0, resume_ts, [iv.member]):
+                    continue
+                _merge_into_resume(run, iv.member, inside, resume_i)
+                return iv.member, (f"{iv.member} consumed nothing of {_fmt(iv.tp)} from {t0:.0f} to "
+                                   f"{resume_ts:.0f} ({(resume_ts - t0) / 1000:.1f} s, {outside / 1000:.1f} s of it "
+                                   f"outside its own rebalances; its rebalance {s0:.0f}-{s1:.0f}; its bound "
+                                   f"{bound / 1000:.1f} s)")
+    raise NotApplicable("no quiet ownership interval holding a stall through a rebalance of two heartbeats")
