@@ -42,24 +42,37 @@ def test_pass_fail_flaky_and_trend_in_run_time_order():
     assert by[("4.4.0", "java@4.4.0", "sarama@1.61.1")]["status"] == "fail"      # unknown fails a cell
     assert by[("3.9.2", "java@4.4.0", "librdkafka@2.16.1")]["status"] == "pass"
     assert [r["run"] for r in m["runs"]] == ["night-1", "night-2"]
-    assert m["summary"]["entries"] == {"pass": 1, "fail": 1, "flaky": 1, "known-issue": 0, "incomplete": 0}
+    assert m["summary"]["entries"] == {"pass": 1, "fail": 1, "flaky": 1, "known-issue": 0, "malformed": 0,
+                                       "incomplete": 0}
     assert m["brokers"] == ["3.9.2", "4.4.0"]
 
 
-def test_a_malformed_cell_fails_the_matrix_and_the_run_alike():
-    # Every invariant held, but lines of the input could not be used: the cell was not fully judged.
+def test_a_malformed_cell_blames_no_pair_yet_fails_the_run():
+    # Lines of c1's input could not be used (here a history line; in a real chaos cell, a producer
+    # that stopped acknowledging on a starved machine): c1 is no evidence about java or the
+    # reference. Its pair is "malformed", not "fail"; the same pair passing in c3 makes the entry a
+    # pass; the run still exits 1, and its summary row says why.
     malformed = _cell("c1", ["java@4.4.0", "reference@0.1.0"], "pass", 1000, "night-1")
     malformed["verdict"] = "malformed"
     malformed["malformed"] = [{"file": "members/m1.jsonl", "line": 7, "problem": "not a JSON object"}]
     clean = _cell("c2", ["java@4.4.0", "sarama@1.61.1"], "pass", 1000, "night-1")
-    [entry] = [e for e in build_matrix([malformed, clean])["entries"] if e["b"] == "reference@0.1.0"]
-    assert entry["status"] == "fail"
+    m = build_matrix([malformed, clean])
+    [entry] = [e for e in m["entries"] if e["b"] == "reference@0.1.0"]
+    assert entry["status"] == "malformed" and (entry["fails"], entry["malformeds"]) == (0, 1)
+    assert [g["status"] for g in m["grid"] if g["b"] == "reference@0.1.0"] == ["malformed"]
+    assert m["summary"]["malformed"] == 1 and m["summary"]["failed"] == 0
+    assert "🟪 malformed" in markdown.render([malformed, clean], m)
+    judged = _cell("c3", ["java@4.4.0", "reference@0.1.0"], "pass", 2000, "night-2")
+    [entry] = [e for e in build_matrix([malformed, clean, judged])["entries"] if e["b"] == "reference@0.1.0"]
+    assert entry["status"] == "pass" and [t["status"] for t in entry["trend"]] == ["malformed", "pass"]
     result = MatrixResult(Path("."), verdicts=[malformed, clean])
     assert result.exit_code == 1
     assert MatrixResult(Path("."), verdicts=[clean]).exit_code == 0
     assert MatrixResult(Path("."), verdicts=[clean], interrupted=True).exit_code == 130
-    row = next(line for line in summary_table(result).splitlines() if "reference@0.1.0" in line)
-    assert "FAIL" in row and row.endswith("malformed(1 lines)")
+    table = summary_table(result)
+    row = next(line for line in table.splitlines() if "reference@0.1.0" in line)
+    assert "MALFORMED" in row and row.endswith("malformed(1 lines)")
+    assert "1 malformed (damaged input, no client blamed)" in table
 
 
 def test_trend_in_the_markdown_summary_and_the_html():
@@ -94,7 +107,8 @@ def test_a_cell_cut_short_neither_passes_nor_fails_its_pairs():
     assert [t["status"] for t in by["reference@0.1.0"]["trend"]] == ["pass", "incomplete"]
     assert by["sarama@1.61.1"]["status"] == "incomplete"
     assert m["summary"]["passed"] == 1 and m["summary"]["failed"] == 0 and m["summary"]["incomplete"] == 2
-    assert m["summary"]["entries"] == {"pass": 1, "fail": 0, "flaky": 0, "known-issue": 0, "incomplete": 1}
+    assert m["summary"]["entries"] == {"pass": 1, "fail": 0, "flaky": 0, "known-issue": 0, "malformed": 0,
+                                       "incomplete": 1}
     errors = ["c2: java@4.4.0 is not set up"]
     assert MatrixResult(Path("."), verdicts=[passed, cut], errors=errors).exit_code == 2
     failed = _cell("c4", ["java@4.4.0", "reference@0.1.0"], "fail", 3000, "night-2")

@@ -8,8 +8,11 @@ alone): a failed cell fails a pair only through a violation attributed to it
 the culprit with each member it harmed (every pair of the culprit when it
 harmed the group as a whole: a crash, a stall); a finding whose culprit is not
 known concerns the pairs it implicates (both specs, or its one spec with any
-other). Other pairs of that cell pass. Unknown and malformed cells fail every
-pair. A matrix entry is "pass" when every contributing cell passed it, "fail"
+other). Other pairs of that cell pass. An unknown cell (a check crashed) fails
+every pair. A malformed cell (input the judge could not trust: damaged run data,
+a producer that stopped) says nothing about any pair and blames none: its pairs
+are "malformed", an entry only such cells contributed to is "malformed", and the
+run still exits non-zero. A matrix entry is "pass" when every contributing cell passed it, "fail"
 when every one failed it, "flaky" when some passed and some failed,
 "known-issue" when only known client bugs (:mod:`conformance.members.known_issues`)
 concerning the pair kept it from passing; ``severity`` is the worst class
@@ -82,11 +85,13 @@ def cell_passed(verdict: dict) -> bool:
 
 def cell_result(verdict: dict) -> str:
     """What a cell says as a whole: "pass", "fail", "known-issue" (every failing finding is a known
-    client bug: neither a pass nor a new failure), or "incomplete" (a cell cut short before its
-    scenario ended, with nothing violated: no evidence either way)."""
+    client bug: neither a pass nor a new failure), "incomplete" (a cell cut short before its
+    scenario ended, with nothing violated: no evidence either way) or "malformed" (its input was
+    damaged: not evidence about any client, yet not a pass)."""
     if cell_passed(verdict):
         return "pass"
-    return str(verdict["verdict"]) if verdict.get("verdict") in ("incomplete", "known-issue") else "fail"
+    return (str(verdict["verdict"]) if verdict.get("verdict") in ("incomplete", "known-issue", "malformed")
+            else "fail")
 
 
 def implicated(verdict: dict, finding: dict) -> set[str]:
@@ -146,9 +151,9 @@ def pair_findings(verdict: dict, a: str, b: str) -> list[dict]:
 def pair_result(verdict: dict, a: str, b: str) -> str:
     """What a cell contributes to the entry of specs ``a`` and ``b``: a failed cell fails the pair
     only through a violation that concerns it (:func:`_fails_pair`); a cell whose failure is not
-    attributable to findings (a check that crashed, malformed input) fails every pair; a cell whose
-    violations all concern other pairs is a pass for this pair, and a known issue that concerns the
-    pair makes it "known-issue"."""
+    attributable to findings (a check that crashed) fails every pair; a malformed cell is "malformed"
+    for every pair (damaged input blames no client); a cell whose violations all concern other pairs
+    is a pass for this pair, and a known issue that concerns the pair makes it "known-issue"."""
     result = cell_result(verdict)
     if verdict.get("verdict") != "fail" and result != "known-issue":
         return result
@@ -178,10 +183,10 @@ def pair_severity(verdict: dict, a: str, b: str) -> str | None:
 
 def _merge(seen: str | None, result: str) -> str:
     """An entry's status once ``result`` joins the results ``seen`` sums up (None: none yet)."""
-    if seen in (None, "incomplete"):
+    if seen in (None, "incomplete", "malformed") and result != "incomplete":
         return result
-    if result == "incomplete" or result == seen:
-        return seen
+    if result in ("incomplete", "malformed") or result == seen:
+        return seen or result
     if {seen, result} == {"pass", "known-issue"}:
         return "known-issue"
     return "flaky"
@@ -192,7 +197,8 @@ def failing_invariants(verdict: dict) -> list[str]:
 
 
 #: Entry statuses, worst first: the order the whole-run grids take the worst outcome by.
-WORST_FIRST: tuple[str, ...] = ("fail", "flaky", "known-issue", "pass", "incomplete")
+#: A malformed or incomplete cell is no evidence: it never hides a pass or a failure beside it.
+WORST_FIRST: tuple[str, ...] = ("fail", "flaky", "known-issue", "pass", "malformed", "incomplete")
 
 
 def _worst(statuses) -> str:
@@ -211,7 +217,8 @@ def worst_severity_of(classes) -> str | None:
 
 def _entry_status(e: dict) -> str:
     return ("flaky" if (e["passes"] or e["known_issues"]) and e["fails"] else "fail" if e["fails"]
-            else "known-issue" if e["known_issues"] else "pass" if e["passes"] else "incomplete")
+            else "known-issue" if e["known_issues"] else "pass" if e["passes"]
+            else "malformed" if e["malformeds"] else "incomplete")
 
 
 def _rollup(entries: list[dict], key) -> dict[tuple, dict]:
@@ -223,10 +230,10 @@ def _rollup(entries: list[dict], key) -> dict[tuple, dict]:
         if k is None:
             continue
         g = out.setdefault(k, {"statuses": [], "severity": None, "cells": [], "passes": 0, "fails": 0,
-                               "known_issues": 0, "incompletes": 0, "issues": []})
+                               "known_issues": 0, "incompletes": 0, "malformeds": 0, "issues": []})
         g["statuses"].append(e["status"])
         g["severity"] = _worse_severity(g["severity"], e["severity"])
-        for n in ("passes", "fails", "known_issues", "incompletes"):
+        for n in ("passes", "fails", "known_issues", "incompletes", "malformeds"):
             g[n] += e[n]
         for c in e["cells"]:     # a cell once per group, with its worst result among the group's pairs
             seen = next((x for x in g["cells"] if x["run"] == c["run"]), None)
@@ -244,7 +251,7 @@ def build_matrix(verdicts: list[dict]) -> dict:
     """The matrix as JSON-ready data (written as matrix.json by the report).
 
     ``entries``: one per (broker, scenario, spec pair), with its status (pass, fail, flaky,
-    known-issue, incomplete), the worst severity class of the findings behind it, the known issues
+    known-issue, malformed, incomplete), the worst severity class of the findings behind it, the known issues
     behind it, counts of cells and the cells. ``grid``: one per spec pair across every broker and
     scenario, the worst outcome of its entries (a pair that fails in one scenario is "fail" there,
     not "flaky"); ``by_broker``: one per (spec, broker), the worst outcome of the entries of the spec
@@ -266,9 +273,11 @@ def build_matrix(verdicts: list[dict]) -> dict:
                 if result == "known-issue" else []
             key = (v["broker_version"], v["scenario"], a, b)
             e = entries.setdefault(key, {"broker_version": key[0], "scenario": key[1], "a": a, "b": b, "passes": 0,
-                                         "fails": 0, "incompletes": 0, "known_issues": 0, "cells": [], "by_run": {},
+                                         "fails": 0, "incompletes": 0, "malformeds": 0, "known_issues": 0, "cells": [],
+                                         "by_run": {},
                                          "severity": None, "known_issue_refs": []})
-            e[{"pass": "passes", "fail": "fails", "incomplete": "incompletes", "known-issue": "known_issues"}[result]] += 1
+            e[{"pass": "passes", "fail": "fails", "incomplete": "incompletes", "known-issue": "known_issues",
+               "malformed": "malformeds"}[result]] += 1
             e["cells"].append({"run": v["run"], "verdict": v.get("verdict"), "result": result, "severity": severity,
                                "failing": failing_invariants(v)})
             e["severity"] = _worse_severity(e["severity"], severity)
@@ -309,8 +318,9 @@ def build_matrix(verdicts: list[dict]) -> dict:
                     "failed": sum(cell_result(v) == "fail" for v in verdicts),
                     "known_issue": sum(cell_result(v) == "known-issue" for v in verdicts),
                     "incomplete": sum(cell_result(v) == "incomplete" for v in verdicts),
+                    "malformed": sum(cell_result(v) == "malformed" for v in verdicts),
                     "entries": {s: sum(e["status"] == s for e in out_entries)
-                                for s in ("pass", "fail", "flaky", "known-issue", "incomplete")}},
+                                for s in ("pass", "fail", "flaky", "known-issue", "malformed", "incomplete")}},
     }
 
 

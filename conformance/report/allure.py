@@ -62,7 +62,7 @@ def write(verdicts: list[dict], out_dir: Path, links: dict[str, CellLinks] | Non
                           "parameters": []})
         verdict = v.get("verdict")
         status = ("passed" if verdict == "pass" else "skipped" if verdict == "known-issue"
-                  else "broken" if verdict in ("unknown", "incomplete") else "failed")
+                  else "broken" if verdict in ("unknown", "incomplete", "malformed") else "failed")
         failing = [s["name"] for s in steps if s["status"] != "passed"]
         worst = worst_severity(inv for inv, i in v["invariants"].items() if i["status"] in ("fail", "known-issue"))
         rc = v.get("root_cause")

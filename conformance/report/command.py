@@ -161,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
     s = matrix["summary"]
     cut = f", {s['incomplete']} cut short (incomplete)" if s["incomplete"] else ""
     known = f", {s['known_issue']} known issue(s)" if s.get("known_issue") else ""
-    print(f"{s['cells']} cell(s): {s['passed']} passed, {s['failed']} failed{known}{cut}; "
+    bad = f", {s['malformed']} malformed" if s.get("malformed") else ""
+    print(f"{s['cells']} cell(s): {s['passed']} passed, {s['failed']} failed{known}{bad}{cut}; "
           f"report: {out / 'index.html'}")
-    return 1 if args.check and (s["failed"] or s["incomplete"]) else 0
+    return 1 if args.check and (s["failed"] or s["incomplete"] or s.get("malformed")) else 0

@@ -135,7 +135,7 @@ def render(history: dict) -> str:
     return ("<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>Conformance history</title><style>"
             "body{font-family:system-ui,sans-serif;margin:20px}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
             "padding:3px 6px;font-size:13px}.pass{background:#d9f2d9}.fail{background:#f8d0d0}.flaky{background:#fbe7b5}"
-            ".known-issue{background:#e6f0fa}.incomplete{background:#e4e4e4}.none{background:#fafafa}</style></head><body>"
+            ".known-issue{background:#e6f0fa}.malformed{background:#f0e0f0}.incomplete{background:#e4e4e4}.none{background:#fafafa}</style></head><body>"
             f'<h1>Conformance history: {len(nights)} night(s)</h1><p><a href="index.html">latest report</a></p>'
             f"<h2>Newly failing since {escape(since)}</h2>"
             + ("<ul class=newly-failing>" + "".join(f"<li>{escape(e['entry'])}</li>" for e in new) + "</ul>" if new

@@ -49,7 +49,7 @@ window.addEventListener('load',function(){var t=document.querySelector('svg.time
   for(var i=0;i<l.length;i++)for(var j=i+1;j<l.length;j++){var a=l[i],b=l[j];
    if(a.x<b.x+b.width&&b.x<a.x+a.width&&a.y<b.y+b.height&&b.y<a.y+a.height)collisions++;}});
  var entries=document.querySelectorAll('td.entry'),statuses=0,unlinked=0,broken=0;
- entries.forEach(function(td){var words=(td.innerText.match(/(^|\\s)(pass|fail|flaky|known-issue|incomplete)(?=\\s|$)/g)||[]).length;
+ entries.forEach(function(td){var words=(td.innerText.match(/(^|\\s)(pass|fail|flaky|known-issue|malformed|incomplete)(?=\\s|$)/g)||[]).length;
   if(words!==1||td.querySelectorAll('a.status').length!==1)statuses++;
   var l=td.querySelectorAll('a[href^="#cell-"]');if(!l.length)unlinked++;
   l.forEach(function(a){if(!document.getElementById(a.getAttribute('href').slice(1)))broken++;});});
@@ -328,9 +328,11 @@ def render(verdicts: list[dict], matrix: dict, timelines: dict[str, dict],
         + ('<p><a class="history" href="history.html">history across nights</a></p>' if history else "") +
         f"<p>{s['cells']} cell(s): {s['passed']} passed, {s['failed']} failed"
         + (f", {s['known_issue']} known issue(s)" if s.get("known_issue") else "")
+        + (f", {s['malformed']} malformed" if s.get("malformed") else "")
         + (f", {s['incomplete']} cut short" if s["incomplete"] else "") + " &middot; matrix entries: "
         f"{s['entries']['pass']} pass, {s['entries']['fail']} fail, {s['entries']['flaky']} flaky"
         + (f", {s['entries']['known-issue']} known issue" if s["entries"].get("known-issue") else "")
+        + (f", {s['entries']['malformed']} malformed" if s["entries"].get("malformed") else "")
         + (f", {s['entries']['incomplete']} incomplete" if s["entries"]["incomplete"] else "") + "</p>"
         f"<h2>Member &times; member, every scenario and broker</h2>{LEGEND}{_spec_grid(matrix, hrefs)}"
         f"<h2>Member &times; broker</h2>{_broker_grid(matrix, hrefs)}"
@@ -346,4 +348,5 @@ LEGEND = ('<p class="small legend">Each entry: the worst outcome of the pair ove
           "finding whose culprit and harmed member are the pair; <b>known-issue</b>: only a known client bug; "
           "<b>flaky</b>: the same scenario passed and failed), the worst severity class of those findings (safety, "
           "liveness, protocol, efficiency), and numbered links to the cells behind it. A finding whose culprit "
-          "is not known marks every pair it implicates.</p>")
+          "is not known marks every pair it implicates; <b>malformed</b>: only cells whose input the judge could not "
+          "trust (damaged run data, a producer that stopped), which blame no client.</p>")

@@ -15,12 +15,12 @@ from conformance.report.evidence import CellLinks, message
 
 def _icon(status: str) -> str:
     return {"pass": "✅ pass", "fail": "❌ fail", "flaky": "⚠️ flaky", "incomplete": "⏹️ incomplete",
-            "known-issue": "🔷 known issue"}.get(status, status)
+            "known-issue": "🔷 known issue", "malformed": "🟪 malformed"}.get(status, status)
 
 
 #: Matrix runs the trend column shows at most (the newest).
 TREND_RUNS = 10
-_MARK = {"pass": "✅", "fail": "❌", "flaky": "⚠️", "incomplete": "⏹️", "known-issue": "🔷"}
+_MARK = {"pass": "✅", "fail": "❌", "flaky": "⚠️", "incomplete": "⏹️", "known-issue": "🔷", "malformed": "🟪"}
 
 
 def _trend(entry: dict, runs: list[str]) -> str:
@@ -87,8 +87,10 @@ def render(verdicts: list[dict], matrix: dict, links: dict[str, CellLinks] | Non
     cut = f", **{s['incomplete']} cut short**" if s["incomplete"] else ""
     lines = ["# Conformance summary", "",
              f"{s['cells']} cell(s): **{s['passed']} passed**, **{s['failed']} failed**"
-             + (f", {s['known_issue']} known issue(s)" if s.get("known_issue") else "") + f"{cut}. Matrix entries: "
+             + (f", {s['known_issue']} known issue(s)" if s.get("known_issue") else "")
+             + (f", {s['malformed']} malformed" if s.get("malformed") else "") + f"{cut}. Matrix entries: "
              f"{s['entries']['pass']} pass, {s['entries']['fail']} fail, {s['entries']['flaky']} flaky"
+             + (f", {s['entries']['malformed']} malformed" if s["entries"].get("malformed") else "")
              + (f", {s['entries']['incomplete']} incomplete" if s["entries"]["incomplete"] else "") + ".", ""]
     if matrix.get("grid"):
         lines += ["## Member × member, every scenario and broker", ""] + _grid(matrix, hrefs) + [""]

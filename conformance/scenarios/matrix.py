@@ -72,7 +72,7 @@ class MatrixResult:
         if self.interrupted:
             return 130
         results = {cell_result(v) for v in self.verdicts}
-        if "fail" in results:
+        if "fail" in results or "malformed" in results:
             return 1
         return 2 if self.errors or "incomplete" in results else 0
 
@@ -205,9 +205,10 @@ def summary_table(result: MatrixResult) -> str:
     for err in result.errors:
         lines.append(f"suite error: {err}")
     results = [cell_result(v) for v in result.verdicts]
-    cut, known = results.count("incomplete"), results.count("known-issue")
+    cut, known, bad = results.count("incomplete"), results.count("known-issue"), results.count("malformed")
     lines.append(f"{results.count('pass')} passed, {results.count('fail')} failed"
                  + (f", {known} known issue(s)" if known else "")
+                 + (f", {bad} malformed (damaged input, no client blamed)" if bad else "")
                  + (f", {cut} cut short (incomplete)" if cut else ""))
     lines.append(f"run directory: {result.path}")
     return "\n".join(lines)
