@@ -21,7 +21,7 @@ from pathlib import Path
 from conformance import config
 from conformance.members import kinds
 from conformance.members.spec import MemberSpec, parse_specs
-from conformance.scenarios.matrix import build_cells, run_matrix
+from conformance.run.matrix import build_cells, run_matrix
 
 
 def rebalancing_ms(wire: Path) -> float:

@@ -235,7 +235,7 @@ def _spans(work: Path) -> list[float]:
 
 def _copy_number(run_dir_name: str) -> int:
     """Which cell of a run a run directory is: ``<cell-id>`` the first, ``<cell-id>--N`` the N-th
-    (conformance.scenarios.matrix.run_dir_names)."""
+    (conformance.run.matrix.run_dir_names)."""
     tail = run_dir_name.rsplit("--", 1)[-1]
     return int(tail) if tail.isdigit() else 1
 

@@ -28,7 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "conformance.members.command",
     "conformance.protocol.command",
     "conformance.planning.command",
-    "conformance.scenarios.command",
+    "conformance.run.command",
     "conformance.report.command",
     "conformance.mutation_score",
 )

@@ -2,7 +2,7 @@
 
 The facts are each kind module's ``BROKER_LIMITS`` (:class:`conformance.members.kinds.BrokerLimit`);
 the one decision is :func:`conformance.members.versions.broker_problem`, asked by ``run`` and
-``reproduce`` for every cell (:func:`conformance.scenarios.command.check_cell`) and by ``plan`` for
+``reproduce`` for every cell (:func:`conformance.preflight.check_cell`) and by ``plan`` for
 every member and broker of the matrix. The refusal is one line on stderr and exit 2; no test here
 starts a cell: the matrix runner is replaced by one that records what reached it, and no registry
 may be asked (the refusal is offline).
@@ -19,8 +19,8 @@ from conformance import cli, config
 from conformance.members import versions
 from conformance.members.kinds import broker_limit
 from conformance.members.versions import broker_problem, brokers_for
-from conformance.scenarios import command
-from conformance.scenarios.matrix import MatrixResult
+from conformance.run import command
+from conformance.run.matrix import MatrixResult
 
 #: The refusal of librdkafka 1.6.1 on the default broker, whole.
 REFUSED_1_6_1 = ("librdkafka@1.6.1 cannot work with broker 4.4.0: librdkafka before 1.8.0 queries logical offsets "

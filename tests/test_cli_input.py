@@ -15,9 +15,9 @@ import pytest
 from conformance import cli, config
 from conformance.members import versions
 from conformance.members.spec import MemberSpec
-from conformance.scenarios import command
+from conformance.run import command
+from conformance.run.matrix import MatrixResult, build_cells, run_dir_names
 from conformance.scenarios.catalog import SCENARIOS_DIR, get_scenario
-from conformance.scenarios.matrix import MatrixResult, build_cells, run_dir_names
 from conformance.scenarios.parse import load_scenario
 from conformance.scenarios.runner import Cell, reproduce_command
 

@@ -31,7 +31,7 @@ import pytest
 from conformance.containers.engine import engine_for_tests
 from conformance.members.spec import parse_specs
 from conformance.pipeline.matrix import cell_passed
-from conformance.scenarios.matrix import build_cells, run_matrix
+from conformance.run.matrix import build_cells, run_matrix
 
 # Six real cells (about 1-3 minutes each on two cores) and one judging pass.
 pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.timeout(2400)]

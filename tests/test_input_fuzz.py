@@ -174,8 +174,8 @@ def test_command_line(argv: list[str]) -> None:
     import conformance.pipeline.timelines as timelines
     import conformance.report.site as site
     from conformance import cli, config
-    from conformance.scenarios import command
-    from conformance.scenarios.matrix import MatrixResult
+    from conformance.run import command
+    from conformance.run.matrix import MatrixResult
 
     patches = [(command, "run_matrix", lambda cells, runs_dir=None, spark_master=None, label="": MatrixResult(_DIR)),
                (command, "summary_table", lambda result: ""),

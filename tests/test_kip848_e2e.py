@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from conformance.members.spec import parse_specs
-from conformance.scenarios.matrix import build_cells, run_matrix
+from conformance.run.matrix import build_cells, run_matrix
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 

@@ -14,9 +14,9 @@ from conformance import config
 from conformance.cluster.broker import MIGRATION_POLICIES, Broker
 from conformance.cluster.supervisor import Supervisor
 from conformance.errors import UsageError
-from conformance.faults import FAULTS
 from conformance.history import now_ms
 from conformance.members.spec import parse_specs
+from conformance.nemesis.faults import FAULTS
 from conformance.rundir import RunDir
 from conformance.scenarios.catalog import get_scenario
 from conformance.scenarios.mixing import protocol_moves

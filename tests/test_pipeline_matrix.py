@@ -8,7 +8,7 @@ from pathlib import Path
 from conformance.pipeline.matrix import build_matrix, pairs
 from conformance.report import html, markdown
 from conformance.report import junit as jreport
-from conformance.scenarios.matrix import MatrixResult, summary_table
+from conformance.run.matrix import MatrixResult, summary_table
 
 
 def _cell(run, members, verdict, start, matrix_run, scenario="rolling-restart", broker="4.4.0"):

@@ -20,8 +20,8 @@ from conformance.members import versions
 from conformance.planning.matrix_file import load_matrix
 from conformance.planning.pairwise import Group, cover, covered_pairs, required_pairs
 from conformance.planning.plan import assign_shards, build_plan, load_plan, plan_id, to_json, uncovered
-from conformance.scenarios import command
-from conformance.scenarios.matrix import MatrixResult
+from conformance.run import command
+from conformance.run.matrix import MatrixResult
 
 MATRICES = config.FIXTURES_DIR / "matrices"
 

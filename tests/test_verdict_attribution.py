@@ -23,7 +23,7 @@ from pathlib import Path
 from conformance.members.known_issues import issues_of, match, version_key
 from conformance.pipeline.matrix import build_matrix, pair_result
 from conformance.pipeline.verdicts import assemble
-from conformance.scenarios.matrix import MatrixResult
+from conformance.run.matrix import MatrixResult
 
 SPECS = {"m0-reference": "reference@0.1.0", "m1-java": "java@4.4.0", "m2-librdkafka": "librdkafka@2.16.1"}
 

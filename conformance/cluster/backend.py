@@ -1,11 +1,11 @@
-"""The processes backend: the primitives of the table of faults (:class:`conformance.faults.Backend`)
+"""The processes backend: the primitives of the table of faults (:class:`conformance.nemesis.faults.Backend`)
 on the embedded cluster of one run and its supervised member processes.
 
 A member's handle is its :class:`conformance.members.launch.MemberProcess`. A kill is SIGKILL to
 the member's process group, a graceful stop SIGTERM (SIGKILL after the grace period), a pause
 SIGSTOP and a resume SIGCONT (:mod:`conformance.cluster.supervisor`); a path cut disables the
 member's toxiproxy proxy, toxics go on that proxy, and the broker restarts as a local process.
-A container network cut does not exist here (:data:`conformance.faults.FAULTS` says which backends
+A container network cut does not exist here (:data:`conformance.nemesis.faults.FAULTS` says which backends
 have each fault, and a scenario that needs another backend's fault is refused before it starts).
 Each method returns once the primitive is in force (the supervisor waits for an exit; toxiproxy
 answers its API call after applying it).

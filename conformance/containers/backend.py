@@ -1,4 +1,4 @@
-"""The container backend: the primitives of the table of faults (:class:`conformance.faults.Backend`)
+"""The container backend: the primitives of the table of faults (:class:`conformance.nemesis.faults.Backend`)
 on a run's containers (:class:`conformance.containers.cluster.DockerCluster`).
 
 A member's handle is its :class:`conformance.members.launch.MemberProcess`, whose incarnation is a

@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from conformance import config
-from conformance.faults import FAULTS, GRACEFUL_STOP_LINES, STOP_LINES
 from conformance.mutate.run_edit import NotApplicable, RunEdit, _fmt
 from conformance.mutate.wire import _flat, _group, _leader_syncs, _move, _set_assignment, _sync_response
+from conformance.nemesis.faults import FAULTS, GRACEFUL_STOP_LINES, STOP_LINES
 from conformance.protocol import Assignment, DecodeError, decode_assignment, decode_subscription, encode_assignment
 
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 from conformance import config
-from conformance.faults import LOG_LINES, TIMED_DEAD_LOOKING
 from conformance.members.kinds import fetch_max_wait_ms
 from conformance.mutate.run_edit import Interval, NotApplicable, RunEdit, _fmt
+from conformance.nemesis.faults import LOG_LINES, TIMED_DEAD_LOOKING
 from conformance.reference.codes import REBALANCE_IN_PROGRESS
 
 # -- P1/fault-window narrowed (issue 38): session-expiring faults only, the bound on the total stall -----------
@@ -20,7 +20,7 @@ from conformance.reference.codes import REBALANCE_IN_PROGRESS
 class _Window:
     """A dead-looking fault of a member or of the broker, as P1 weighs it: ``start`` (its invocation) to
     ``end`` (its heal plus a session timeout and a heartbeat); ``expiring``: it can expire a session
-    (:data:`conformance.faults.TIMED_DEAD_LOOKING` lines only when they lasted a session timeout)."""
+    (:data:`conformance.nemesis.faults.TIMED_DEAD_LOOKING` lines only when they lasted a session timeout)."""
 
     fault: str
     target: str

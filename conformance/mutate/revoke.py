@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Callable
 
 from conformance import config
-from conformance.faults import LOG_LINES
 from conformance.mutate.run_edit import TP, NotApplicable, RunEdit, _drop_tp, _erase_intervals, _fmt
 from conformance.mutate.wire import _flat, _leader_syncs, _move
+from conformance.nemesis.faults import LOG_LINES
 from conformance.protocol import DecodeError, decode_assignment, decode_subscription
 
 

@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from conformance import config, wirelog
-from conformance.faults import WINDOW_LINES
+from conformance.nemesis.faults import WINDOW_LINES
 
 TP = tuple[str, int]
 
 #: Nemesis faults during which a member may legitimately look dead (the checks' fault windows,
-#: :data:`conformance.faults.DEAD_LOOKING`, plus kills; every ``toxic-add``, whatever its latency):
+#: :data:`conformance.nemesis.faults.DEAD_LOOKING`, plus kills; every ``toxic-add``, whatever its latency):
 #: a mutation never places its anomaly inside one, where a rule could rightly excuse it.
 _WINDOW_FAULTS = WINDOW_LINES
 

@@ -8,8 +8,8 @@ still in force: paused members are resumed, cut proxies re-enabled, toxics
 removed. Healing also runs when a scenario fails half-way.
 
 What a fault is, the names its lines carry and which line heals which are the
-one table of faults (:mod:`conformance.faults`); the nemesis applies a fault's
-primitives through a :class:`conformance.faults.Backend` (processes or
+one table of faults (:mod:`conformance.nemesis.faults`); the nemesis applies a fault's
+primitives through a :class:`conformance.nemesis.faults.Backend` (processes or
 containers) and logs each.
 """
 
@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from conformance.cluster.toxiproxy import Toxic
-from conformance.faults import LOG_LINES, Backend
 from conformance.history import now_ms
 from conformance.jsonl import JsonLinesAppender
+from conformance.nemesis.faults import LOG_LINES, Backend
 
 #: Every ``fault`` name a nemesis log line may carry (the pipeline's ingestion reads this same list):
 #: the lines of the table of faults.

@@ -56,7 +56,7 @@ def pairs(members: list[str]) -> list[tuple[str, str]]:
 
 
 #: The directory of a plan's run or of one of its shards (conformance.rundir.new_run_id of the
-#: label conformance.scenarios.command gives it); group 1 is the matrix run they all belong to.
+#: label conformance.run.command gives it); group 1 is the matrix run they all belong to.
 PLAN_RUN: re.Pattern[str] = re.compile(r"\d{8}T\d{6}Z-(plan-[0-9a-f]{12})(?:-shard-\d+-of-\d+)?-\d+")
 
 

@@ -10,7 +10,7 @@ writes it), the producer's history exists, starts (``started``), acknowledges re
 with ``stopped`` (the runner's SIGTERM). Between its ``started`` and its ``stopped``, no stretch
 without an acknowledgement lasts longer than :data:`ACK_GAP_MS`, not counting the time the broker
 was down: a stretch that meets a broker fault (a dead-looking line the target's next line heals,
-:data:`conformance.faults.HEALED_BY_NEXT_LINE`) counts from the broker's return.
+:data:`conformance.nemesis.faults.HEALED_BY_NEXT_LINE`) counts from the broker's return.
 
 Each breach is one malformed row on the producer's history, at the line of the last
 acknowledgement before the stretch (0 when there is none), so every invariant that reads
@@ -26,8 +26,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conformance.faults import HEALED_BY_NEXT_LINE
 from conformance.history import read_history
+from conformance.nemesis.faults import HEALED_BY_NEXT_LINE
 
 #: The longest the producer may go without an acknowledgement while the broker is up (ms). It
 #: flushes acknowledgements every 200 ms; recorded real runs show stretches of at most 1.9 s on a

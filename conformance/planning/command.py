@@ -19,8 +19,8 @@ from conformance.planning.matrix_file import load_matrix
 from conformance.planning.pairwise import required_pairs
 from conformance.planning.plan import Plan, build_plan, uncovered, write_plan
 from conformance.planning.walls import UNMEASURED_CELL_WALL_S
+from conformance.preflight import seed
 from conformance.rundir import ready_dir
-from conformance.scenarios.command import seed
 
 #: The most shards a plan may have (a GitHub Actions matrix allows 256 jobs).
 MAX_SHARDS: int = 256

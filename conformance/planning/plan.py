@@ -10,7 +10,7 @@
 
 Each cell's run seed is drawn from the plan's seed. Guarantees: the plan is a function of the
 matrix file and the seed (the same seed gives the same file, byte for byte); every cell passes
-:func:`conformance.scenarios.command.check_cell`, or planning stops with one line saying which
+:func:`conformance.preflight.check_cell`, or planning stops with one line saying which
 class and group no scenario of it can run; a member that cannot work with one of the matrix's
 brokers (:func:`conformance.members.versions.broker_problem`) stops it first, since the cover
 puts every member on every broker; shards are balanced by estimated wall
@@ -36,6 +36,7 @@ from conformance.members.versions import broker_problem
 from conformance.planning.matrix_file import MatrixFile
 from conformance.planning.pairwise import Group, cover, covered_pairs, required_pairs
 from conformance.planning.walls import cell_wall_s
+from conformance.preflight import check_cell
 from conformance.scenarios.catalog import get_scenario
 from conformance.scenarios.runner import Cell
 
@@ -76,8 +77,6 @@ class Plan:
 
 
 def _first_runnable(scenarios: list[str], specs: tuple[MemberSpec, ...], broker: str) -> str | None | UsageError:
-    from conformance.scenarios.command import check_cell
-
     first: UsageError | None = None
     for name in scenarios:
         try:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance.faults import FAULTS
+from conformance.nemesis.faults import FAULTS
 
 #: Targets an action may name. ``m<i>`` is the i-th member of the mix (0-based).
 TARGET_WORDS: tuple[str, ...] = ("all", "each", "leader", "follower", "random", "reference")

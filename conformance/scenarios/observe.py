@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance import wirelog
-from conformance.faults import HEAL_OF
 from conformance.history import now_ms
+from conformance.nemesis.faults import HEAL_OF
 from conformance.ownership import Holdings
 
 TP = tuple[str, int]

@@ -64,13 +64,13 @@ the mix):
 =====================  ===================================================
 
 Every verb but ``start``, ``sleep`` and ``await`` is a fault: its keys, its checks and what
-the runner does for it are its row of the one table of faults, :data:`conformance.faults.FAULTS`.
+the runner does for it are its row of the one table of faults, :data:`conformance.nemesis.faults.FAULTS`.
 
 Values are checked when the file is parsed, so that a mistake never reaches a
 cluster: a duration is ``N``, ``N.N`` then ``ms``, ``s`` or ``m``, at most
-:data:`~conformance.scenarios.values.MAX_DURATION_MS` (a day); ``timeout=`` and ``for=`` are above zero; every
-integer is within the range :data:`~conformance.scenarios.values.RANGES` gives its key (partitions 1 to
-:data:`~conformance.scenarios.values.MAX_PARTITIONS`, ``producer rate`` from 1, ``chaos count`` from 1, toxic
+:data:`~conformance.values.MAX_DURATION_MS` (a day); ``timeout=`` and ``for=`` are above zero; every
+integer is within the range :data:`~conformance.values.RANGES` gives its key (partitions 1 to
+:data:`~conformance.values.MAX_PARTITIONS`, ``producer rate`` from 1, ``chaos count`` from 1, toxic
 attributes from 0); ``toxicity`` is a number from 0 to 1; a toxic gets exactly
 the attributes toxiproxy knows for its type; names (``name``, topics) are Kafka's
 legal characters ``[A-Za-z0-9._-]``; ``add-partitions`` grows a topic (its
@@ -89,9 +89,9 @@ from typing import Any, Sequence
 
 from conformance.cluster.broker import MIGRATION_POLICIES
 from conformance.errors import UsageError
-from conformance.faults import FAULTS
+from conformance.nemesis.faults import FAULTS
 from conformance.scenarios.model import TARGET_WORDS, Action, Phase, Scenario
-from conformance.scenarios.values import (
+from conformance.values import (
     Schema,
     boolean,
     choice,
@@ -103,7 +103,7 @@ from conformance.scenarios.values import (
 )
 
 #: verb -> (target: "required" | "none" | "topic" | "duration", keys, required keys). Every fault verb
-#: comes from the one table of faults (:data:`conformance.faults.FAULTS`), with its keys and checks.
+#: comes from the one table of faults (:data:`conformance.nemesis.faults.FAULTS`), with its keys and checks.
 ACTIONS: dict[str, tuple[str, Schema, tuple[str, ...]]] = {
     "start": ("required", {"stagger": parse_duration_ms}, ()),
     **{f.verb: ("required" if f.target == "member" else f.target, f.keys, f.required) for f in FAULTS.values()},

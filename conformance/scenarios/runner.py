@@ -50,12 +50,12 @@ from typing import Any, Callable
 from conformance import __version__, config
 from conformance.cluster.supervisor import Supervisor, describe_exit
 from conformance.errors import SuiteError
-from conformance.faults import FAULTS, Backend
 from conformance.history import now_ms
 from conformance.members.harness_config import HarnessConfig
 from conformance.members.kinds import fetch_max_wait_ms, library_version
 from conformance.members.spec import MemberSpec
 from conformance.nemesis import Nemesis, NemesisLog
+from conformance.nemesis.faults import FAULTS, Backend
 from conformance.rundir import RunDir
 from conformance.scenarios.mixing import bounce_lists, bounce_steps, group_protocol, plan_mix, protocol_moves
 from conformance.scenarios.model import Action, Scenario
@@ -80,7 +80,7 @@ class Cell:
     @property
     def cell_id(self) -> str:
         """``scenario--mix--kafka-V--seed-N``, of the characters ``A-Za-z0-9.-_`` only (it names a
-        directory). Two cells of scenarios with one name share it; :mod:`conformance.scenarios.matrix`
+        directory). Two cells of scenarios with one name share it; :mod:`conformance.run.matrix`
         gives each its own run directory."""
         mix = "_".join(re.sub(r"[^A-Za-z0-9.]+", "-", str(s)) for s in self.specs)
         name = re.sub(r"[^A-Za-z0-9._-]+", "-", self.scenario.name)

@@ -4,7 +4,7 @@ Guarantee: the same seed and the same member mix give the same sequence of
 choices (which member ``random`` names, which faults ``chaos`` injects and
 with which parameters). Real timing still varies; the schedule does not.
 The faults chaos chooses from, their weights and how their arguments are
-drawn are the chaos picks of the table of faults (:data:`conformance.faults.CHAOS_PICKS`).
+drawn are the chaos picks of the table of faults (:data:`conformance.nemesis.faults.CHAOS_PICKS`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.faults import CHAOS_PICKS
+from conformance.nemesis.faults import CHAOS_PICKS
 
 
 @dataclass(frozen=True)

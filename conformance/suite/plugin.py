@@ -40,7 +40,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "conformance_cell" not in metafunc.fixturenames:
         return
     from conformance.members.spec import MemberSpec, parse_specs
-    from conformance.scenarios.matrix import build_cells
+    from conformance.run.matrix import build_cells
 
     opt = metafunc.config.getoption
     specs = parse_specs(opt("clients")) if opt("clients") is not None else [MemberSpec.parse(s) for s in kinds.default_mix()]
@@ -50,7 +50,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     backend = opt("backend")
     if backend == "docker":
         from conformance.errors import UsageError
-        from conformance.scenarios.command import check_engine
+        from conformance.preflight import check_engine
         try:
             check_engine()
         except UsageError as exc:

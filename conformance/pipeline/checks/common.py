@@ -8,7 +8,7 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from conformance import config
-from conformance.faults import (
+from conformance.nemesis.faults import (
     BY_TOXIC_RULE,
     DEAD_LOOKING,
     DELAY_ATTRIBUTES,
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from conformance.pipeline.derived import Tables
 
 #: Faults during which a member may look dead to the group, what heals each, and the toxic rule, all
-#: from the one table of faults (:mod:`conformance.faults`): a ``toxic-add`` counts only as
+#: from the one table of faults (:mod:`conformance.nemesis.faults`): a ``toxic-add`` counts only as
 #: :func:`_toxic_can_look_dead` says; broker faults are healed by the broker's next nemesis line.
 
 
@@ -108,7 +108,7 @@ def fault_windows(t: Tables):
 
 def session_expiring_windows(t: Tables):
     """The windows of :func:`fault_windows` whose fault lasted long enough to expire its member's
-    session: a fault of :data:`~conformance.faults.TIMED_DEAD_LOOKING` (a pause, a cut, a disconnect)
+    session: a fault of :data:`~conformance.nemesis.faults.TIMED_DEAD_LOOKING` (a pause, a cut, a disconnect)
     only when it lasted at least a session timeout (invocation to heal, or to the run's end); every
     other dead-looking fault (a broker restart or kill; a toxic that passes the toxic rule) always."""
     tm = timing(t.cells).select("run", "session_ms")
@@ -119,8 +119,8 @@ def session_expiring_windows(t: Tables):
 
 def _toxic_can_look_dead(details, session_ms, heartbeat_ms):
     """A Spark condition on a ``toxic-add`` line's ``details`` (JSON): the toxic can make its member
-    look dead by the table of faults' toxic rule: a :data:`~conformance.faults.SILENCING_TOXICS` type,
-    or latency (the sum of :data:`~conformance.faults.DELAY_ATTRIBUTES`: latency plus jitter) of at
+    look dead by the table of faults' toxic rule: a :data:`~conformance.nemesis.faults.SILENCING_TOXICS` type,
+    or latency (the sum of :data:`~conformance.nemesis.faults.DELAY_ATTRIBUTES`: latency plus jitter) of at
     least a session timeout minus a heartbeat interval, which delays a heartbeat past the
     coordinator's session deadline. Latency below that slows a member, never makes it look dead."""
     kind = F.get_json_object(details, "$.type")

@@ -38,7 +38,8 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
-from conformance import config, faults
+from conformance import config
+from conformance.nemesis import faults
 from conformance.pipeline.checks.common import fmt_tps, timing, tps, violation
 from conformance.pipeline.derived import Tables
 

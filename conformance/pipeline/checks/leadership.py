@@ -95,7 +95,7 @@ from collections import defaultdict
 from pyspark.sql import functions as F
 
 from conformance import config
-from conformance.faults import STOP_LINES
+from conformance.nemesis.faults import STOP_LINES
 from conformance.pipeline.checks.common import fmt_tps, formed_by_end, silencing_spans, timing, violation
 from conformance.pipeline.consumer_group import bridged_generations
 from conformance.pipeline.derived import Tables, is_cooperative

@@ -4,7 +4,7 @@ fractions, names, lists and choices.
 Every checker takes the text of one value and returns it parsed, or raises ``ValueError`` with
 a message that says what is wrong and what to give instead (the parser adds file, line, verb
 and key). They are shared by the scenario parser (:mod:`conformance.scenarios.parse`) and the
-table of faults (:mod:`conformance.faults`), whose arguments they check.
+table of faults (:mod:`conformance.nemesis.faults`), whose arguments they check.
 """
 
 from __future__ import annotations

@@ -44,10 +44,10 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Literal, Protocol
+from typing import Any, Callable, Literal, Protocol
 
 from conformance.cluster.toxiproxy import TOXIC_ATTRIBUTES, Toxic
-from conformance.scenarios.values import (
+from conformance.values import (
     Schema,
     choice,
     fraction,
@@ -57,9 +57,6 @@ from conformance.scenarios.values import (
     strategy_list,
     topic_list,
 )
-
-if TYPE_CHECKING:
-    from conformance.nemesis import Nemesis
 
 #: What a fault's line can do to how its target looks to the group.
 LooksDead = Literal["no", "yes", "by-toxic-rule"]
@@ -135,10 +132,29 @@ class Backend(Protocol):
     def connect_member(self, member: str, handle: Any) -> None: ...
 
 
+class Injector(Protocol):
+    """What a fault's ``act`` uses of the nemesis (:class:`conformance.nemesis.Nemesis`): each call
+    logs its nemesis line(s) and does the step through the cell's :class:`Backend`. (A protocol, so
+    that the table does not import the nemesis, which reads its vocabulary from the table.)"""
+
+    def terminate(self, name: str, proc: Any) -> None: ...
+    def kill(self, name: str, proc: Any) -> None: ...
+    def pause(self, name: str, proc: Any) -> None: ...
+    def resume(self, name: str, proc: Any) -> None: ...
+    def cut(self, name: str) -> None: ...
+    def uncut(self, name: str) -> None: ...
+    def disconnect(self, name: str, proc: Any) -> None: ...
+    def connect(self, name: str, proc: Any) -> None: ...
+    def add_toxic(self, name: str, toxic: Toxic) -> str: ...
+    def remove_toxic(self, name: str, toxic_name: str) -> None: ...
+    def add_partitions(self, topic: str, total: int) -> None: ...
+    def broker_restart(self, kill: bool) -> None: ...
+
+
 class Run(Protocol):
     """What a fault's ``act`` uses of the running cell (:class:`conformance.scenarios.runner.CellRun`)."""
 
-    nemesis: "Nemesis"
+    nemesis: Injector
     partitions: dict[str, int]
 
     def restart(self, slot: Any, mode: str, down_ms: int) -> None: ...
