@@ -12,7 +12,10 @@ Variants (``--variants``, default all, in this order):
 - ``before``: the judge as issue #40 found it: no JVM option, every setting from Spark's
   internals (:data:`INTERNAL`) on top of the public ones (:data:`PUBLIC_SQL`).
 - ``after``: the suite as committed (``conformance.config`` untouched).
+- ``old``: the suite as committed in another tree (``--old-tree``, e.g. main's checkout: its
+  ``conformance`` package imported through PYTHONPATH), to compare two commits side by side.
 - ``public``: the JVM option (``config.SPARK_LOCAL_DRIVER_JAVA_OPTIONS``) and public settings only.
+- ``after:KEY=VALUE``: ``after`` with one session setting (``config.SPARK_CONF``) changed or added.
 - ``public+NAME``: ``public`` plus one internal setting alone, for each of :data:`INTERNAL`: what
   that setting saves measured alone, side by side (docs/judge.md keeps a setting only if it saves
   at least 10% of the judge's CPU).
@@ -23,6 +26,7 @@ of one matrix run, and a leader-rotation of the mix without franz-go (there is n
 partition cell); ``--one`` judges the first alone (a single cell's judge, Spark's start included).
 
     .venv/bin/python bench/judge_settings.py [RUN_DIR ...] [--rounds 3] [--variants before,after] [--one]
+    .venv/bin/python bench/judge_settings.py --variants old,after --old-tree /work/main
 
 Prints one line per process, then per variant the median CPU and wall and the median ratio to
 ``public`` (or to the first variant) of the rounds' pairs.
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -88,7 +93,8 @@ def variants() -> dict[str, dict | None]:
             (sql if where == "sql" else session).update(settings)
         return {"java": java, "sql": sql, "session": session}
 
-    out: dict[str, dict | None] = {"before": spec("", list(INTERNAL)), "after": None, "public": spec(JIT_OPTION, [])}
+    out: dict[str, dict | None] = {"before": spec("", list(INTERNAL)), "after": None, "old": None,
+                                   "public": spec(JIT_OPTION, [])}
     for n in INTERNAL:
         out[f"public+{n}"] = spec(JIT_OPTION, [n])
     return out
@@ -100,7 +106,9 @@ t0 = time.time()
 from pathlib import Path
 from conformance import config
 spec = json.loads(sys.argv[3])
-if spec is not None:
+if spec is not None and "add" in spec:
+    config.SPARK_CONF = {**config.SPARK_CONF, **spec["add"]}
+elif spec is not None:
     config.SPARK_LOCAL_DRIVER_JAVA_OPTIONS = spec["java"]
     config.PIPELINE_ONE_PARTITION_SQL_CONF = spec["sql"]
     config.SPARK_CONF = {k: v for k, v in config.SPARK_CONF.items() if k != "spark.python.sql.dataFrameDebugging.enabled"}
@@ -118,6 +126,7 @@ ru = resource.getrusage(resource.RUSAGE_SELF)
 print("RESULT " + json.dumps({
     "wall": round(wall, 2), "py_cpu": round(ru.ru_utime + ru.ru_stime, 2), "jvm_cpu": round(jvm, 2),
     "phases": {k: phases[k] for k in ("spark_start", "ingest", "checks", "writes") if k in phases},
+    "package": str(Path(config.__file__).resolve().parent.parent),
     "digest": hashlib.sha256(json.dumps(digest(v), sort_keys=True, default=str).encode()).hexdigest()[:16],
     "verdicts": sorted(x["verdict"] for x in v)}))
 """
@@ -128,12 +137,16 @@ def load() -> str:
     return p.read_text().split(" ")[0] if p.exists() else "?"
 
 
-def judge_once(runs: list[Path], spec: dict | None) -> dict:
-    """One fresh process judging ``runs`` under ``spec``; its RESULT plus the process's wall and the load."""
+def judge_once(runs: list[Path], spec: dict | None, tree: Path | None = None) -> dict:
+    """One fresh process judging ``runs`` under ``spec`` (with ``tree``'s ``conformance`` package when
+    given); its RESULT plus the process's wall and the load."""
+    env = dict(os.environ)
+    if tree is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(tree), *filter(None, [env.get("PYTHONPATH")])])
     with tempfile.TemporaryDirectory(prefix="judge-settings-") as out:
         before, t0 = load(), time.time()
         done = subprocess.run([sys.executable, "-c", CHILD, out, json.dumps([str(r) for r in runs]), json.dumps(spec),
-                               str(Path(__file__).resolve().parent)], capture_output=True, text=True)
+                               str(Path(__file__).resolve().parent)], capture_output=True, text=True, env=env, cwd=out)
         wall = time.time() - t0
     line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
     if line is None:
@@ -149,12 +162,21 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--variants", default=None, help="comma-separated names (default: all)")
     ap.add_argument("--one", action="store_true", help="judge one cell alone (the first)")
+    ap.add_argument("--old-tree", type=Path, default=None,
+                    help="a checkout whose conformance package the ``old`` variant judges with (e.g. /work/main)")
     args = ap.parse_args()
     every = variants()
-    names = args.variants.split(",") if args.variants else list(every)
+    names = args.variants.split(",") if args.variants else [n for n in every if n != "old" or args.old_tree]
+    for n in names:   # after:KEY=VALUE: the suite as committed with one session setting changed or added
+        if n.startswith("after:") and "=" in n:
+            key, value = n[len("after:"):].split("=", 1)
+            every[n] = {"add": {key: value}}
     unknown = [n for n in names if n not in every]
     if unknown:
         print(f"unknown variant(s) {unknown}; known: {', '.join(every)}", file=sys.stderr)
+        return 2
+    if "old" in names and (args.old_tree is None or not (args.old_tree / "conformance" / "__init__.py").is_file()):
+        print("the old variant needs --old-tree DIR, a checkout holding conformance/__init__.py", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="judge-settings-runs-") as tmp:
         runs = [p.resolve() for p in args.runs] or [recorded_run.unpack(Path(tmp) / str(i), a)
@@ -166,11 +188,12 @@ def main() -> int:
         got: dict[str, list[dict]] = {n: [] for n in names}
         for i in range(args.rounds):
             for n in names:
-                r = judge_once(runs, every[n])
+                r = judge_once(runs, every[n], args.old_tree.resolve() if n == "old" else None)
                 got[n].append(r)
                 ph = " ".join(f"{k}={v}" for k, v in r["phases"].items())
                 print(f"round {i + 1} {n:28} cpu {r['cpu']:6.1f} s (python {r['py_cpu']}, jvm {r['jvm_cpu']}) "
-                      f"wall {r['process_wall']:5.1f} s | {ph} | load {r['load']} | digest {r['digest']}", flush=True)
+                      f"wall {r['process_wall']:5.1f} s | {ph} | load {r['load']} | digest {r['digest']} "
+                      f"| {r['package']}", flush=True)
     digests = {r["digest"] for rs in got.values() for r in rs}
     base = "public" if "public" in names else names[0]
     print(f"\n{'variant':28} {'cpu s':>7} {'wall s':>7} {'cpu/' + base:>12} {'wall/' + base:>12}  (medians of {args.rounds})")
