@@ -251,3 +251,14 @@ def test_the_time_outside_fault_windows_is_summed_over_the_stall() -> None:
     assert _outside(0, 100, [(-5, 30), (20, 40), (60, 70), (90, 200)]) == 40  # overlapping windows merge
     assert _outside(0, 100, [(150, 200)]) == 100 == _outside(0, 100, [(-50, -10)])
     assert _outside(20003, 70020, [(20000, 81000)]) == 0
+
+
+def test_an_owners_fetch_wait_comes_from_its_manifest_else_its_kind_else_the_longest() -> None:
+    # P1's bound is the owner's fetch wait plus its max poll interval: a manifest written before the
+    # runner recorded the wait takes its kind's, and a kind the registry does not know the longest
+    # any kind has (franz-go's 5 s), so no owner is left without a bound.
+    from conformance.pipeline.ingest import _fetch_max_wait_ms
+
+    assert _fetch_max_wait_ms({"kind": "java", "fetch_max_wait_ms": 250}) == 250
+    assert _fetch_max_wait_ms({"kind": "reference"}) == 200
+    assert _fetch_max_wait_ms({"kind": "zed-client"}) == _fetch_max_wait_ms({"kind": "franz-go"}) == 5000

@@ -48,7 +48,6 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import unquote, urlsplit
 
-from conformance.errors import UsageError
 from conformance.history import COMMON_FIELDS, EVENT_FIELDS
 from conformance.nemesis import FAULTS, PHASES
 from conformance.pipeline import producer, schemas
@@ -146,16 +145,17 @@ def stage(run_dirs: list[Path]) -> Staged:
     return st
 
 
-def _fetch_max_wait_ms(member: dict) -> float | None:
+def _fetch_max_wait_ms(member: dict) -> float:
     """The member's fetch long-poll wait: the manifest's, else (manifests before it was recorded) its
-    kind's from the registry; None for a kind the registry does not know."""
-    if member.get("fetch_max_wait_ms") is not None:
+    kind's from the registry, else (a kind the registry does not know) the longest of any kind: P1
+    then allows it the most any client would need, never no bound."""
+    from conformance.members.kinds import KIND_MODULES, fetch_max_wait_ms
+
+    if isinstance(member.get("fetch_max_wait_ms"), (int, float)):
         return float(member["fetch_max_wait_ms"])
-    from conformance.members.kinds import fetch_max_wait_ms
-    try:
-        return float(fetch_max_wait_ms(member["kind"])) if member.get("kind") else None
-    except UsageError:
-        return None
+    if member.get("kind") in KIND_MODULES:
+        return float(fetch_max_wait_ms(member["kind"]))
+    return float(max(fetch_max_wait_ms(kind) for kind in KIND_MODULES))
 
 
 def _protocol_of_chosen(kind: str | None, version: str | None) -> bool:
