@@ -20,6 +20,7 @@ from conformance.nemesis.faults import (
     STOP_LINES,
     TIMED_DEAD_LOOKING,
 )
+from conformance.pipeline.checks import evidence as evidence_schema
 from conformance.pipeline.checks.rules import RULES
 from conformance.reference.codes import REBALANCE_IN_PROGRESS
 
@@ -48,9 +49,12 @@ def violation(invariant: str, run: str, message: str, *, members: list[str] | No
     only through its culprit (:func:`conformance.members.known_issues.match`).
     ``allowed_by``: the name of the rule of :data:`conformance.pipeline.checks.rules.RULES` that
     excuses it; the finding is then reported as allowed, never as a violation. An unknown rule name
-    raises ``ValueError``: an exemption that is not in the one list of rules cannot be applied."""
+    raises ``ValueError``: an exemption that is not in the one list of rules cannot be applied.
+    ``evidence`` is held to the invariant's declared keys (:func:`conformance.pipeline.checks.evidence.check`):
+    an undeclared key or a value of another type raises ``ValueError`` (a check bug)."""
     if allowed_by is not None and allowed_by not in RULES:
         raise ValueError(f"{invariant}: no exemption rule named {allowed_by!r}; rules: {', '.join(RULES)}")
+    evidence_schema.check(invariant, evidence or {})
     hurt = sorted({m for m in (harmed or []) if m})
     named = {m for m in (members or []) if m} | ({culprit} if culprit else set()) | set(hurt)
     return {"run": run, "invariant": invariant, "message": message, "members": sorted(named), "culprit": culprit,
