@@ -85,7 +85,15 @@ SPARK_CONF: dict[str, str] = {
     "spark.default.parallelism": "4",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
-    "spark.driver.memory": "1g",
+    "spark.driver.memory": "2g",
+    # The driver keeps the status of past jobs, stages, tasks and SQL executions (for the UI and the
+    # status tracker, even with the UI off), 1000 of each by default: a judge runs hundreds of stages,
+    # and a process judging again and again (the test suite, nightly history) filled a 1 GB heap with
+    # them (OutOfMemoryError in a fresh-clone CI run). The judge reads none of it.
+    "spark.ui.retainedJobs": "50",
+    "spark.ui.retainedStages": "50",
+    "spark.ui.retainedTasks": "1000",
+    "spark.sql.ui.retainedExecutions": "20",
     "spark.driver.host": HOST,
     "spark.driver.bindAddress": HOST,
     "spark.sql.session.timeZone": "UTC",
