@@ -257,8 +257,8 @@ def test_an_owners_fetch_wait_comes_from_its_manifest_else_its_kind_else_the_lon
     # P1's bound is the owner's fetch wait plus its max poll interval: a manifest written before the
     # runner recorded the wait takes its kind's, and a kind the registry does not know the longest
     # any kind has (franz-go's 5 s), so no owner is left without a bound.
-    from conformance.pipeline.ingest import _fetch_max_wait_ms
+    from conformance.members.kinds import member_fetch_max_wait_ms as wait
 
-    assert _fetch_max_wait_ms({"kind": "java", "fetch_max_wait_ms": 250}) == 250
-    assert _fetch_max_wait_ms({"kind": "reference"}) == 200
-    assert _fetch_max_wait_ms({"kind": "zed-client"}) == _fetch_max_wait_ms({"kind": "franz-go"}) == 5000
+    assert wait({"kind": "java", "fetch_max_wait_ms": 250}) == 250
+    assert wait({"kind": "reference"}) == 200
+    assert wait({"kind": "zed-client"}) == wait({"kind": "franz-go"}) == 5000

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from conformance import config
-from conformance.members.kinds import fetch_max_wait_ms
+from conformance.members.kinds import member_fetch_max_wait_ms
 from conformance.mutate.run_edit import Interval, NotApplicable, RunEdit, _fmt
 from conformance.nemesis.faults import LOG_LINES, TIMED_DEAD_LOOKING
 from conformance.reference.codes import REBALANCE_IN_PROGRESS
@@ -154,10 +154,7 @@ def _p1_bound(run: RunEdit, member: str) -> float:
     """P1's bound for ``member`` as the judge takes it: its fetch wait (manifest, else its kind's) plus
     the cell's max poll interval."""
     entry: dict = next((m for m in run.manifest.get("members", []) if m.get("name") == member), {})
-    wait = entry.get("fetch_max_wait_ms")
-    if not isinstance(wait, (int, float)) or isinstance(wait, bool):
-        wait = fetch_max_wait_ms(entry.get("kind") or "reference")
-    return float(wait) + run.timing("max_poll_interval_ms", config.MAX_POLL_INTERVAL_MS)
+    return member_fetch_max_wait_ms(entry) + run.timing("max_poll_interval_ms", config.MAX_POLL_INTERVAL_MS)
 
 
 def _rebalance_spans(run: RunEdit, member: str) -> list[tuple[float, float]]:

@@ -49,6 +49,7 @@ from typing import Any, Callable
 from urllib.parse import unquote, urlsplit
 
 from conformance.history import COMMON_FIELDS, EVENT_FIELDS
+from conformance.members.kinds import member_fetch_max_wait_ms
 from conformance.nemesis import FAULTS, PHASES
 from conformance.pipeline import producer, schemas
 from conformance.pipeline.manifest import TIMING_FIELDS, read_manifest
@@ -118,7 +119,7 @@ def stage(run_dirs: list[Path]) -> Staged:
             st.members.append({"run": run, "member": mem["name"], "spec": mem["spec"], "kind": mem["kind"],
                                "version": mem["version"], "strategies": list(mem["strategies"] or []),
                                "group_instance_id": mem["group_instance_id"], "faults": list(mem["faults"] or []),
-                               "fetch_max_wait_ms": _fetch_max_wait_ms(mem),
+                               "fetch_max_wait_ms": member_fetch_max_wait_ms(mem),
                                "protocol_of_chosen": _protocol_of_chosen(mem["kind"], mem["version"])})
         st.topics += [{"run": run, "topic": topic, "partitions": n} for topic, n in m["topics"].items()]
         _stage_nemesis(run, run_dir / "nemesis.jsonl", st)
@@ -143,19 +144,6 @@ def stage(run_dirs: list[Path]) -> Staged:
                 # Hadoop takes plain paths literally (a percent-encoded URI would not be found).
                 st.files.append({"uri": str(hist.resolve()), "run": run, "file": str(hist)})
     return st
-
-
-def _fetch_max_wait_ms(member: dict) -> float:
-    """The member's fetch long-poll wait: the manifest's, else (manifests before it was recorded) its
-    kind's from the registry, else (a kind the registry does not know) the longest of any kind: P1
-    then allows it the most any client would need, never no bound."""
-    from conformance.members.kinds import KIND_MODULES, fetch_max_wait_ms
-
-    if isinstance(member.get("fetch_max_wait_ms"), (int, float)):
-        return float(member["fetch_max_wait_ms"])
-    if member.get("kind") in KIND_MODULES:
-        return float(fetch_max_wait_ms(member["kind"]))
-    return float(max(fetch_max_wait_ms(kind) for kind in KIND_MODULES))
 
 
 def _protocol_of_chosen(kind: str | None, version: str | None) -> bool:

@@ -182,11 +182,12 @@ def pair_severity(verdict: dict, a: str, b: str) -> str | None:
 
 
 def _merge(seen: str | None, result: str) -> str:
-    """An entry's status once ``result`` joins the results ``seen`` sums up (None: none yet)."""
-    if seen in (None, "incomplete", "malformed") and result != "incomplete":
+    """An entry's status once ``result`` joins the results ``seen`` sums up (None: none yet). A result
+    that is no evidence (:data:`NO_EVIDENCE`) never changes a judged one; of two, malformed shows."""
+    if seen is None or (seen in NO_EVIDENCE and result not in NO_EVIDENCE):
         return result
-    if result in ("incomplete", "malformed") or result == seen:
-        return seen or result
+    if result in NO_EVIDENCE or result == seen:
+        return min(seen, result, key=WORST_FIRST.index)
     if {seen, result} == {"pass", "known-issue"}:
         return "known-issue"
     return "flaky"
@@ -199,6 +200,7 @@ def failing_invariants(verdict: dict) -> list[str]:
 #: Entry statuses, worst first: the order the whole-run grids take the worst outcome by.
 #: A malformed or incomplete cell is no evidence: it never hides a pass or a failure beside it.
 WORST_FIRST: tuple[str, ...] = ("fail", "flaky", "known-issue", "pass", "malformed", "incomplete")
+NO_EVIDENCE: tuple[str, ...] = ("malformed", "incomplete")
 
 
 def _worst(statuses) -> str:

@@ -96,6 +96,19 @@ def fetch_max_wait_ms(kind: str) -> int:
     return int(kind_module(kind).FETCH_MAX_WAIT_MS)
 
 
+def member_fetch_max_wait_ms(member: dict[str, Any]) -> float:
+    """A recorded member's fetch wait (its manifest entry, ``member``): the entry's
+    ``fetch_max_wait_ms``, else (manifests before the runner recorded it) its kind's, else (a kind
+    the registry does not know) the longest of any kind: P1 then allows it the most any client
+    would need, never no bound. The judge and the mutations read it alike."""
+    wait = member.get("fetch_max_wait_ms")
+    if isinstance(wait, (int, float)) and not isinstance(wait, bool):
+        return float(wait)
+    if member.get("kind") in KIND_MODULES:
+        return float(fetch_max_wait_ms(member["kind"]))
+    return float(max(fetch_max_wait_ms(kind) for kind in KIND_MODULES))
+
+
 def cache_dir(kind: str) -> Path:
     """Where ``kind``'s own installs go (``<CACHE_DIR>/<kind>/``: jars, harness binaries); shared
     caches (Maven, Go modules, per-version venvs) are :mod:`conformance.config`'s."""

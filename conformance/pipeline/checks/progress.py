@@ -91,7 +91,7 @@ _OWN = ["run", "member", "incarnation", "topic", "partition", "start_ts", "end_t
 def _bounds(t: Tables):
     """(run, member, bound_ms, fetch_wait_ms): P1's bound for each member, from its own settings: its
     fetch long-poll wait (``fetch_max_wait_ms``: manifest, else kind registry, else the longest of any
-    kind: :func:`conformance.pipeline.ingest._fetch_max_wait_ms`) plus its max poll interval
+    kind: :func:`conformance.members.kinds.member_fetch_max_wait_ms`) plus its max poll interval
     (the cell's ``max.poll.interval.ms``, every member's)."""
     tm = timing(t.cells).select("run", "max_poll_ms")
     return (t.members.select("run", "member", F.col("fetch_max_wait_ms").alias("fetch_wait_ms")).join(tm, "run")
