@@ -6,7 +6,7 @@ directory), starts nothing and installs nothing; a mistake is a :class:`UsageErr
 (:mod:`conformance.members.versions`; a release that cannot work with the cell's broker, by its
 kind's ``BROKER_LIMITS``), each scenario against the mix (its targets:
 :func:`conformance.scenarios.parse.check_targets`; its start strategies:
-:func:`conformance.scenarios.mixing.plan_mix`; the features it needs), every fault of the scenario
+:func:`conformance.members.mixing.plan_mix`; the features it needs), every fault of the scenario
 on the cell's backend, ``--spark-master`` (:mod:`conformance.spark_master`) and the runs directory,
 which is created.
 """
@@ -19,10 +19,10 @@ from pathlib import Path
 from conformance import config
 from conformance.errors import UsageError
 from conformance.members.kinds import feature_since, has_feature
+from conformance.members.mixing import plan_mix
 from conformance.members.versions import broker_problem, check_specs
 from conformance.nemesis.faults import FAULTS, unsupported
 from conformance.rundir import ready_dir
-from conformance.scenarios.mixing import plan_mix
 from conformance.scenarios.parse import check_targets
 from conformance.scenarios.runner import Cell
 from conformance.spark_master import check_spark_master
@@ -66,7 +66,7 @@ def check_cell(cell: Cell) -> None:
     target exists (:func:`~conformance.scenarios.parse.check_targets`), every member has the features the
     scenario needs (static membership for ``members static=true``, KIP-848 for a ``+consumer`` spec;
     the kind modules' FEATURES) and
-    the members form a group (:func:`~conformance.scenarios.mixing.plan_mix`, which also knows who
+    the members form a group (:func:`~conformance.members.mixing.plan_mix`, which also knows who
     lacks cooperative rebalancing or an assignor). Offline: versions are :func:`preflight`'s."""
     for spec in dict.fromkeys(cell.specs):
         found = broker_problem(spec.kind, spec.version, cell.broker)

@@ -2,7 +2,7 @@
 a group, consumes and leaves it cleanly, against a real broker.
 
 For each case (kind, version), with the strategy list the mixing rules give a lone member of it
-(:func:`conformance.scenarios.mixing.plan_mix`):
+(:func:`conformance.members.mixing.plan_mix`):
 
 1. ``ensure`` installs or builds it (idempotent: the cache is reused, nothing is fetched twice);
 2. the member joins a group of its own, is assigned every partition of its topic and consumes
@@ -37,10 +37,10 @@ from conformance.members import kinds
 from conformance.members.harness_config import HarnessConfig
 from conformance.members.kinds import KIND_MODULES, kind_module, release_tuple
 from conformance.members.launch import launch_member
+from conformance.members.mixing import plan_mix
 from conformance.members.spec import MemberSpec
 from conformance.members.versions import broker_problem, brokers_for
 from conformance.rundir import RunDir
-from conformance.scenarios.mixing import plan_mix
 from test_harness_common import (
     check_clean_incarnation,
     load_history,

@@ -19,8 +19,8 @@ from conformance.members import kinds
 from conformance.members.command import markdown_table
 from conformance.members.harness_config import STRATEGIES
 from conformance.members.kinds import FEATURE_NAMES, KIND_MODULES, features_of, has_feature, kind_module
+from conformance.members.mixing import bounce_list, plan_mix
 from conformance.members.spec import MemberSpec, parse_specs
-from conformance.scenarios.mixing import bounce_list, plan_mix
 
 KINDS_DIR = config.REPO_ROOT / "conformance" / "members" / "kinds"
 

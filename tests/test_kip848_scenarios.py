@@ -15,11 +15,11 @@ from conformance.cluster.broker import MIGRATION_POLICIES, Broker
 from conformance.cluster.supervisor import Supervisor
 from conformance.errors import UsageError
 from conformance.history import now_ms
+from conformance.members.mixing import protocol_moves
 from conformance.members.spec import parse_specs
 from conformance.nemesis.faults import FAULTS
 from conformance.rundir import RunDir
 from conformance.scenarios.catalog import get_scenario
-from conformance.scenarios.mixing import protocol_moves
 from conformance.scenarios.observe import GroupObserver
 from conformance.scenarios.parse import parse_scenario
 from conformance.scenarios.runner import Cell, CellRun
@@ -227,7 +227,7 @@ def test_a_launched_member_that_has_not_joined_keeps_the_group_unsettled(tmp_pat
 def test_the_mix_reason_names_the_consumer_members_and_their_lists_stay_shared() -> None:
     # Consumer members keep a classic list that shares an assignor with the classic members, for
     # a bounce to classic; the reason says the broker assigns for them. A classic mix says nothing.
-    from conformance.scenarios.mixing import plan_mix
+    from conformance.members.mixing import plan_mix
 
     specs = parse_specs("reference,java+consumer,sarama")
     plan = plan_mix(specs)

@@ -5,7 +5,7 @@ install): the broker version, the member specs and their versions
 (:mod:`conformance.members.versions`; a member release that cannot work with the cell's broker,
 by its kind's ``BROKER_LIMITS``, too), each scenario against the mix (its targets:
 :func:`conformance.scenarios.parse.check_targets`; its start strategies:
-:func:`conformance.scenarios.mixing.plan_mix`), ``--spark-master``
+:func:`conformance.members.mixing.plan_mix`), ``--spark-master``
 (:mod:`conformance.spark_master`) and the runs directory, which is created. A mistake is one
 line on stderr and exit 2. With ``--backend docker`` a Docker engine must answer and every fault
 of the scenario must exist on that backend (checked the same way, before anything starts).

@@ -19,7 +19,7 @@ line; ``#`` starts a comment. Header statements come first, then phases::
       await drained timeout=60s
 
 ``members strategies=LIST`` starts every member on that assignment strategy
-list instead of the one planned from the mix (:mod:`conformance.scenarios.mixing`);
+list instead of the one planned from the mix (:mod:`conformance.members.mixing`);
 the upgrade scenario starts on ``range``.
 
 KIP-848: ``members start-protocol=classic`` starts every member on the classic protocol,

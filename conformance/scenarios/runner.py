@@ -53,11 +53,11 @@ from conformance.errors import SuiteError
 from conformance.history import now_ms
 from conformance.members.harness_config import HarnessConfig
 from conformance.members.kinds import fetch_max_wait_ms, library_version
+from conformance.members.mixing import bounce_lists, bounce_steps, group_protocol, plan_mix, protocol_moves
 from conformance.members.spec import MemberSpec
 from conformance.nemesis import Nemesis, NemesisLog
 from conformance.nemesis.faults import FAULTS, Backend
 from conformance.rundir import RunDir
-from conformance.scenarios.mixing import bounce_lists, bounce_steps, group_protocol, plan_mix, protocol_moves
 from conformance.scenarios.model import Action, Scenario
 from conformance.scenarios.observe import GroupObserver
 from conformance.scenarios.schedule import Schedule
@@ -421,7 +421,7 @@ class CellRun:
 
     def bounce_strategies(self, to: list[str]) -> None:
         """Move every member onto the strategy list ``to`` by graceful restarts, in the steps
-        :func:`conformance.scenarios.mixing.bounce_steps` gives, the group settling after each."""
+        :func:`conformance.members.mixing.bounce_steps` gives, the group settling after each."""
         nem = self.nemesis
         current = [tuple(slot.config.assignment_strategies) for slot in self.slots]
         moves = bounce_lists(list(zip((slot.spec for slot in self.slots), current)), to)
@@ -441,7 +441,7 @@ class CellRun:
 
     def bounce_protocol(self, to: str) -> None:
         """Move members onto group protocol ``to`` (``consumer`` or ``classic``) one at a time, in
-        mix order: each member :func:`conformance.scenarios.mixing.protocol_moves` names is stopped
+        mix order: each member :func:`conformance.members.mixing.protocol_moves` names is stopped
         gracefully (it leaves the group), started on ``to`` with its planned strategy list, and the
         group settles before the next. A member that is not running is started on ``to``. Each
         change is recorded in ``protocol_changes`` (see the module docstring)."""

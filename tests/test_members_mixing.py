@@ -1,4 +1,4 @@
-"""Strategy lists of a mixed group (conformance.scenarios.mixing): every list the planner or an
+"""Strategy lists of a mixed group (conformance.members.mixing): every list the planner or an
 upgrade bounce hands out shares an assignor with every other member's, at every moment of the
 bounce, and the protocol the group is expected to run follows the coordinator's vote (pure Python)."""
 
@@ -9,8 +9,8 @@ import itertools
 import pytest
 
 from conformance.errors import UsageError
+from conformance.members.mixing import bounce_lists, bounce_steps, group_protocol, plan_mix
 from conformance.members.spec import MemberSpec
-from conformance.scenarios.mixing import bounce_lists, bounce_steps, group_protocol, plan_mix
 
 COOP, MIXED, RANGE = ("cooperative-sticky",), ("cooperative-sticky", "range"), ("range",)
 
