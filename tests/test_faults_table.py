@@ -12,6 +12,9 @@ Stories:
 - The nemesis writes each fault's lines under the table's names, heals what is still in force in
   teardown, and calls the backend's primitive for each step (a backend that records the calls;
   real backends are exercised by the real cells of test_e2e_slice.py and test_harness_faults.py).
+- The compound faults (restart, resubscribe, the bounces, rotate-leader, chaos) are their rows' acts,
+  not the runner's: each asks the runner for primitives in the order its story says (a run that
+  records the calls; the real cells play them against real members).
 """
 
 from __future__ import annotations
@@ -197,3 +200,125 @@ def test_the_nemesis_logs_the_tables_lines_and_heals_in_teardown(tmp_path: Path)
         ("disconnect_member", "m1", "object"),
         ("resume_member", "m1", "object"), ("enable_path", "m2"), ("remove_toxic", "m0", "latency_downstream_1"),
         ("connect_member", "m1", "object")]
+
+
+# -- compound faults: the table's rows own them ---------------------------------------------------
+
+
+def test_the_runner_implements_no_fault() -> None:
+    # Every fault is its row's act, in the table's module; the runner only plays a line by calling
+    # it and offers the primitives of faults.Run (start, stop, settle, ...). A runner method named
+    # after a verb, other than a primitive, would be a second implementation of that fault.
+    from conformance.scenarios.runner import CellRun
+
+    primitives = {name for name in vars(faults.Run) if not name.startswith("_")}
+    assert {"start", "stop", "settle"} <= primitives
+    for verb, fault in faults.FAULTS.items():
+        assert fault.act.__module__ == faults.__name__, verb
+        method = verb.replace("-", "_")
+        assert method in primitives or not hasattr(CellRun, method), f"CellRun implements {verb!r}"
+    for name in ("bounce_strategies", "bounce_protocol", "resubscribe", "restart", "rotate_leader", "chaos"):
+        assert not hasattr(CellRun, name), name
+
+
+class _Proc:
+    def __init__(self) -> None:
+        self.up = True
+
+    def alive(self) -> bool:
+        return self.up
+
+
+class _Slot:
+    def __init__(self, name: str, spec: Any, strategies: list[str]) -> None:
+        self.name, self.spec, self.paused, self.proc = name, spec, False, _Proc()
+        self.config = type("Config", (), {"assignment_strategies": strategies, "topics": ["orders"],
+                                          "group_protocol": "classic"})()
+
+    @property
+    def running(self) -> bool:
+        return self.proc.alive()
+
+
+class RecordingRun:
+    """The runner's primitives, recorded (what a compound fault asks of the cell, in order); the
+    leader is read from ``leaders``, one per ``leader()`` call."""
+
+    def __init__(self, specs: list[str], strategies: list[str], leaders: list[str] = ()) -> None:
+        from conformance.members.spec import MemberSpec
+
+        self.slots = [_Slot(f"m{i}", MemberSpec.parse(s), list(strategies)) for i, s in enumerate(specs)]
+        self.calls: list[tuple[str, ...]] = []
+        self.partitions = {"orders": 6}
+        self.protocol_changes: list[dict[str, Any]] = []
+        self.expected_protocol, self.mix_reason = "eager", ""
+        self.notes: list[dict[str, Any]] = []
+        self._leaders = list(leaders)
+        self.progress = lambda msg: None
+        self.schedule: Any = None
+
+    def start(self, slot: Any) -> None:
+        self.calls.append(("start", slot.name))
+        slot.proc = _Proc()
+
+    def stop(self, slot: Any, mode: str = "graceful") -> None:
+        self.calls.append(("stop", slot.name, mode))
+        slot.proc.up = False
+
+    def settle(self) -> None:
+        self.calls.append(("settle",))
+
+    def await_stable(self, timeout_ms: int) -> bool:
+        return True
+
+    def leader(self) -> str | None:
+        return self._leaders.pop(0) if self._leaders else None
+
+    def note(self, **fields: Any) -> None:
+        self.notes.append(fields)
+
+
+def test_bounce_strategies_moves_members_in_steps_and_settles_after_each() -> None:
+    # An eager group of three cooperative-capable members bounces onto cooperative-sticky: each
+    # member is stopped gracefully and started on its new list, the group settling after each step,
+    # and the group is then expected to run cooperative.
+    run = RecordingRun(["java", "reference", "sarama"], ["range"])
+    assert faults.FAULTS["bounce-strategies"].act(run, None, {"to": ["cooperative-sticky", "range"]})
+    stops = [c for c in run.calls if c[0] == "stop"]
+    assert sorted(c[1] for c in stops) == ["m0", "m1", "m2"] and all(c[2] == "graceful" for c in stops)
+    assert run.calls[-1] == ("settle",)
+    for i, call in enumerate(run.calls):  # every start follows its own stop, and a settle ends each step
+        if call[0] == "start":
+            assert ("stop", call[1], "graceful") in run.calls[:i]
+    assert [s.config.assignment_strategies[0] for s in run.slots] == ["cooperative-sticky"] * 3
+    assert run.expected_protocol == "cooperative" and "after bouncing to [cooperative-sticky, range]" in run.mix_reason
+
+
+def test_restart_by_kill_stops_then_starts_and_resubscribe_restarts_gracefully() -> None:
+    run = RecordingRun(["java", "sarama"], ["cooperative-sticky"])
+    faults.FAULTS["restart"].act(run, run.slots[0], {"mode": "kill"})
+    faults.FAULTS["resubscribe"].act(run, run.slots[1], {"topics": ["orders"]})
+    assert run.calls == [("stop", "m0", "kill"), ("start", "m0"), ("stop", "m1", "graceful"), ("start", "m1")]
+    with pytest.raises(conformance.errors.SuiteError, match="undeclared topics"):
+        faults.FAULTS["resubscribe"].act(run, run.slots[1], {"topics": ["payments"]})
+
+
+def test_rotate_leader_stops_leaders_of_kinds_that_led_until_each_kind_leads() -> None:
+    # m0 (java) leads; stopped, m2 (java too) takes over and is stopped as well; m1 (sarama) then
+    # leads: both java members come back, and once sarama has led too the rotation ends.
+    run = RecordingRun(["java", "sarama", "java"], ["cooperative-sticky"], leaders=["m0", "m2", "m1", "m1"])
+    faults.FAULTS["rotate-leader"].act(run, None, {})
+    assert run.calls == [("stop", "m0", "graceful"), ("stop", "m2", "graceful"), ("start", "m0"), ("start", "m2")]
+    assert run.notes == []
+
+
+def test_chaos_starts_a_stopped_target_acts_on_a_running_one_and_ends_with_everyone_running() -> None:
+    # Seed 11 draws restart-kill on m2 twice (down 1 s, then 0). Nobody runs: the first step starts
+    # m2 instead of restarting it; the second kills and starts it; chaos then starts m0 and m1.
+    run = RecordingRun(["java", "sarama", "reference"], ["cooperative-sticky"])
+    run.schedule = Schedule(11)
+    for slot in run.slots:
+        slot.proc.up = False
+    faults.FAULTS["chaos"].act(run, None, {"count": 2, "gap": 0})
+    assert run.calls == [("start", "m2"), ("stop", "m2", "kill"), ("start", "m2"), ("start", "m0"), ("start", "m1")]
+    assert all(s.running for s in run.slots)

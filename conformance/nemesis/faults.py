@@ -15,10 +15,13 @@
   rows.
 - whether **chaos** may pick it (:class:`ChaosPick`): under which name, with which weight, and how
   the seeded schedule draws its arguments.
-- its **implementation** (``act``): what the runner does for it, through the nemesis, which logs
-  each step and calls a :class:`Backend`. A backend is the small set of primitives that differ
-  between the processes path (SIGKILL, SIGSTOP, the local toxiproxy) and the container path
-  (``docker kill``, ``docker pause``, toxiproxy in its container).
+- its **implementation** (``act``): what it does to the running cell (:class:`Run`), through the
+  nemesis, which logs each step and calls a :class:`Backend`. A backend is the small set of
+  primitives that differ between the processes path (SIGKILL, SIGSTOP, the local toxiproxy) and the
+  container path (``docker kill``, ``docker pause``, toxiproxy in its container). A compound fault
+  (``restart``, ``resubscribe``, the bounces, ``rotate-leader``, ``chaos``) is its own sequence of
+  the runner's primitives (start, stop, settle) and of other rows' actions: the runner plays a
+  scenario line by calling its row's ``act`` and implements no fault itself.
 
 Guarantees:
 
@@ -46,7 +49,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Protocol
 
+from conformance import config
 from conformance.cluster.toxiproxy import TOXIC_ATTRIBUTES, Toxic
+from conformance.errors import SuiteError
+from conformance.history import now_ms
+from conformance.members.mixing import bounce_lists, bounce_steps, group_protocol, protocol_moves
 from conformance.values import (
     Schema,
     choice,
@@ -151,18 +158,55 @@ class Injector(Protocol):
     def broker_restart(self, kill: bool) -> None: ...
 
 
+class Member(Protocol):
+    """One member of the mix as the running cell holds it (:class:`conformance.scenarios.runner.Slot`):
+    its name, spec, harness config (``assignment_strategies``, ``topics``, ``group_protocol``, which a
+    compound fault changes before starting it again), its current incarnation (``proc``) and
+    whether that is paused."""
+
+    name: str
+    spec: Any
+    config: Any
+    proc: Any
+    paused: bool
+
+    @property
+    def running(self) -> bool: ...
+
+
+class ChaosSchedule(Protocol):
+    """The cell's seeded schedule (:class:`conformance.scenarios.schedule.Schedule`): ``chaos`` gives
+    the steps (``fault``, ``member_index``, ``verb``, ``args``) of a chaos action."""
+
+    def chaos(self, count: int, members: int, session_timeout_ms: int) -> list[Any]: ...
+
+
 class Run(Protocol):
-    """What a fault's ``act`` uses of the running cell (:class:`conformance.scenarios.runner.CellRun`)."""
+    """What a fault's ``act`` uses of the running cell (:class:`conformance.scenarios.runner.CellRun`):
+    its nemesis, topics, members and schedule; the manifest's record of the mix
+    (``expected_protocol``, ``mix_reason``, ``protocol_changes``), which a bounce updates; and the
+    runner's primitives. ``start`` starts a member that is not running (logged ``start``, ready when
+    it returns); ``stop`` notes an exit nobody asked for, then stops a running member gracefully or
+    by a kill (logged ``terminate`` or ``kill``); ``settle`` waits for the group to be stable with the
+    runner's bound; ``await_stable`` waits at most ``timeout_ms`` and says whether it was (a timeout
+    is in the manifest's notes); ``leader`` is the leader the observer last saw; ``note`` adds a
+    note (with its ``ts``) to the manifest."""
 
     nemesis: Injector
     partitions: dict[str, int]
+    slots: list[Any]
+    schedule: ChaosSchedule
+    expected_protocol: str
+    mix_reason: str
+    protocol_changes: list[dict[str, Any]]
+    progress: Callable[[str], None]
 
-    def restart(self, slot: Any, mode: str, down_ms: int) -> None: ...
-    def resubscribe(self, slot: Any, topics: list[str]) -> None: ...
-    def bounce_strategies(self, to: list[str]) -> None: ...
-    def bounce_protocol(self, to: str) -> None: ...
-    def rotate_leader(self, timeout_ms: int) -> None: ...
-    def chaos(self, count: int, gap_ms: int) -> None: ...
+    def start(self, slot: Any) -> None: ...
+    def stop(self, slot: Any, mode: str = "graceful") -> None: ...
+    def settle(self) -> None: ...
+    def await_stable(self, timeout_ms: int) -> bool: ...
+    def leader(self) -> str | None: ...
+    def note(self, **fields: Any) -> None: ...
 
 
 #: ``act(run, on, args)``: ``on`` is the member's slot, the topic, or None (by ``Fault.target``);
@@ -217,7 +261,11 @@ def _kill(run: Run, slot: Any, args: dict[str, Any]) -> bool:
 
 
 def _restart(run: Run, slot: Any, args: dict[str, Any]) -> bool:
-    run.restart(slot, args.get("mode", "graceful"), args.get("down", 0))
+    """Stop ``slot`` (``mode`` graceful or kill) if it runs, wait ``down``, start it again."""
+    run.stop(slot, args.get("mode", "graceful"))
+    if args.get("down", 0):
+        time.sleep(args["down"] / 1000)
+    run.start(slot)
     return True
 
 
@@ -294,27 +342,115 @@ def _check_resubscribe(target: str | None, args: dict[str, Any], topics: dict[st
 
 
 def _resubscribe(run: Run, slot: Any, args: dict[str, Any]) -> bool:
-    run.resubscribe(slot, list(args["topics"]))
-    return True
+    """Restart ``slot`` gracefully, subscribed to ``topics`` (declared topics only)."""
+    unknown = [t for t in args["topics"] if t not in run.partitions]
+    if unknown:
+        raise SuiteError(f"resubscribe to undeclared topics {unknown}")
+    slot.config.topics = list(args["topics"])
+    return _restart(run, slot, {"mode": "graceful"})
 
 
 def _bounce(run: Run, on: None, args: dict[str, Any]) -> bool:
-    run.bounce_strategies(list(args["to"]))
+    """Move every member onto the strategy list ``to`` by graceful restarts, in the steps
+    :func:`conformance.members.mixing.bounce_steps` gives, the group settling after each. The
+    protocol the group is expected to end on follows from the lists it then holds (judged by R5)."""
+    to = list(args["to"])
+    current = [tuple(slot.config.assignment_strategies) for slot in run.slots]
+    moves = bounce_lists(list(zip((slot.spec for slot in run.slots), current)), to)
+    for step in bounce_steps(current, moves):
+        group = [run.slots[i] for i in step]
+        for slot in group:
+            run.stop(slot)
+        for slot, i in zip(group, step):
+            slot.config.assignment_strategies = list(moves[i])
+            run.start(slot)
+        run.settle()
+    run.expected_protocol = group_protocol(moves) or run.expected_protocol
+    run.mix_reason = (f"after bouncing to [{', '.join(to)}] the members offer "
+                      + "; ".join(f"{s.name}: {', '.join(s.config.assignment_strategies)}" for s in run.slots))
     return True
 
 
 def _bounce_protocol(run: Run, on: None, args: dict[str, Any]) -> bool:
-    run.bounce_protocol(args["to"])
+    """Move members onto group protocol ``to`` (``consumer`` or ``classic``) one at a time, in mix
+    order: each member :func:`conformance.members.mixing.protocol_moves` names is stopped gracefully
+    (it leaves the group), started on ``to`` with its planned strategy list, and the group settles
+    before the next. A member that is not running is started on ``to``. Each change is in
+    ``run.protocol_changes`` (``ts`` is when the member starts on ``to``)."""
+    to = args["to"]
+    moves = protocol_moves([s.spec for s in run.slots], [s.config.group_protocol for s in run.slots], to)
+    if not moves:
+        run.progress(f"bounce-protocol to={to}: no member moves")
+    for i in moves:
+        slot = run.slots[i]
+        before = slot.config.group_protocol
+        run.stop(slot)
+        run.protocol_changes.append({"ts": now_ms(), "member": slot.name, "from": before, "to": to})
+        slot.config.group_protocol = to
+        run.progress(f"bounce-protocol: {slot.name} {before} -> {to}")
+        run.start(slot)
+        run.settle()
     return True
 
 
 def _rotate_leader(run: Run, on: None, args: dict[str, Any]) -> bool:
-    run.rotate_leader(args.get("timeout", 60_000))
+    """Make every member kind lead at least once (L5): stop leaders whose kind has led.
+
+    The broker elects a new leader among the members that remain; a leader whose kind already led
+    is stopped too, until a new kind leads; then the stopped members come back as followers.
+    Bounded by the number of members; the kinds that led are in the manifest's notes."""
+    timeout_ms = args.get("timeout", 60_000)
+    kinds = {s.spec.kind for s in run.slots}
+    led: set[str] = set()
+    by_name = {s.name: s for s in run.slots}
+    for _ in range(2 * len(run.slots) + 2):
+        if not run.await_stable(timeout_ms):
+            run.note(**{"rotate-leader": "the group did not settle; rotation stopped, "
+                        f"kinds that led: {sorted(led)} of {sorted(kinds)}"})
+            return True
+        leader = by_name.get(run.leader() or "")
+        if leader is None:
+            run.note(**{"rotate-leader": "no leader seen on the wire"})
+            return True
+        led.add(leader.spec.kind)
+        if led >= kinds:
+            return True
+        stopped = [leader]
+        run.stop(leader)
+        # Stop further leaders of already-led kinds until a new kind leads.
+        while True:
+            run.await_stable(timeout_ms)
+            nxt = by_name.get(run.leader() or "")
+            if nxt is None or nxt in stopped or nxt.spec.kind not in led or not any(
+                    s.running for s in run.slots if s is not nxt):
+                break
+            stopped.append(nxt)
+            run.stop(nxt)
+        for slot in stopped:
+            run.start(slot)
+    run.note(**{"rotate-leader": f"kinds that led: {sorted(led)} of {sorted(kinds)}"})
     return True
 
 
 def _chaos(run: Run, on: None, args: dict[str, Any]) -> bool:
-    run.chaos(args["count"], args.get("gap", 5000))
+    """``count`` seeded faults (the schedule's chaos steps), ``gap`` apart: each the fault of its
+    chaos pick on its member (a member that is not running is started instead); a broker fault
+    needs no member. Chaos ends with every member running."""
+    gap_ms = args.get("gap", 5000)
+    for step in run.schedule.chaos(args["count"], len(run.slots), config.SESSION_TIMEOUT_MS):
+        slot = run.slots[step.member_index]
+        fault = FAULTS[step.verb]
+        run.progress(f"chaos: {step.fault} {slot.name}")
+        if fault.target == "none":
+            fault.act(run, None, step.args)
+        elif not slot.running:
+            run.start(slot)
+        else:
+            fault.act(run, slot, step.args)
+        time.sleep(gap_ms / 1000)
+    for slot in run.slots:  # chaos ends with everyone back
+        if not slot.running:
+            run.start(slot)
     return True
 
 

@@ -53,7 +53,7 @@ from conformance.errors import SuiteError
 from conformance.history import now_ms
 from conformance.members.harness_config import HarnessConfig
 from conformance.members.kinds import fetch_max_wait_ms, library_version
-from conformance.members.mixing import bounce_lists, bounce_steps, group_protocol, plan_mix, protocol_moves
+from conformance.members.mixing import plan_mix
 from conformance.members.spec import MemberSpec
 from conformance.nemesis import Nemesis, NemesisLog
 from conformance.nemesis.faults import FAULTS, Backend
@@ -320,7 +320,9 @@ class CellRun:
                             extra={"rate_per_s": self.cell.scenario.producer_rate, "partitions": self.partitions})
         return launch_producer(cfg, self.run_dir, self.sup)
 
-    def _start(self, slot: Slot) -> None:
+    def start(self, slot: Slot) -> None:
+        """Start ``slot`` unless it runs (its unasked exit noted first), logged ``start`` with the
+        protocol, strategies and topics it starts with; returns once the member is ready."""
         from conformance.members.launch import launch_member
 
         if slot.running:
@@ -337,6 +339,16 @@ class CellRun:
             slot.proc.wait_ready(config.MEMBER_READY_TIMEOUT_S)
         self.nemesis.start(slot.name, start, strategies=slot.config.assignment_strategies,
                            topics=slot.config.topics, group_protocol=slot.config.group_protocol)
+
+    def stop(self, slot: Slot, mode: str = "graceful") -> None:
+        """Note ``slot``'s unasked exit, if it made one; then, if it runs, stop it gracefully or
+        (``mode`` ``kill``) by a kill, logged ``terminate`` or ``kill``."""
+        self._note_unasked_exit(slot)
+        if slot.running:
+            if mode == "kill":
+                self.nemesis.kill(slot.name, slot.proc)
+            else:
+                self.nemesis.terminate(slot.name, slot.proc)
 
     def _stop_all_members(self) -> None:
         for slot in self.slots:
@@ -393,8 +405,21 @@ class CellRun:
         self.progress(f"await {what} timed out after {timeout_ms / 1000:.0f}s: {reason}")
         return False
 
-    def _settle(self) -> None:
+    def settle(self) -> None:
+        """Wait for the group to be stable, at most the convergence bound and 30 s."""
         self._await("stable", config.CONVERGENCE_BOUND_MS + 30_000)
+
+    def await_stable(self, timeout_ms: int) -> bool:
+        """Wait at most ``timeout_ms`` for the group to be stable; whether it was (a timeout is noted)."""
+        return self._await("stable", timeout_ms)
+
+    def leader(self) -> str | None:
+        """The group's leader as the observer last saw it on the wire."""
+        return self.observer.leader() if self.observer else None
+
+    def note(self, **fields: Any) -> None:
+        """Add a note to the manifest: ``fields`` with the time (``ts``) first."""
+        self.notes.append({"ts": now_ms(), **fields})
 
     # ------------------------------------------------------------------ actions
     def _act(self, a: Action) -> None:
@@ -406,67 +431,18 @@ class CellRun:
                 return
             for slot in self._targets(a.target or "all"):
                 if fault.act(self, slot, a.args) and fault.settle_each and a.target == "each":
-                    self._settle()
+                    self.settle()
         elif a.verb == "start":
             for i, slot in enumerate(self._targets(a.target or "all")):
                 if i and "stagger" in a.args:
                     time.sleep(a.args["stagger"] / 1000)
-                self._start(slot)
+                self.start(slot)
         elif a.verb == "sleep":
             time.sleep(int(a.target or 0) / 1000)
         elif a.verb == "await":
             self._await(a.target or "stable", a.args.get("timeout", 60_000))
         else:  # the parser admits only known verbs
             raise SuiteError(f"{a.source}: no runner for action {a.verb!r}")
-
-    def bounce_strategies(self, to: list[str]) -> None:
-        """Move every member onto the strategy list ``to`` by graceful restarts, in the steps
-        :func:`conformance.members.mixing.bounce_steps` gives, the group settling after each."""
-        nem = self.nemesis
-        current = [tuple(slot.config.assignment_strategies) for slot in self.slots]
-        moves = bounce_lists(list(zip((slot.spec for slot in self.slots), current)), to)
-        for step in bounce_steps(current, moves):
-            group = [self.slots[i] for i in step]
-            for slot in group:
-                if slot.running:
-                    nem.terminate(slot.name, slot.proc)
-            for slot, i in zip(group, step):
-                slot.config.assignment_strategies = list(moves[i])
-                self._start(slot)
-            self._settle()
-        # The protocol the group ends on follows from the lists it now holds (judged by R5).
-        self.expected_protocol = group_protocol(moves) or self.expected_protocol
-        self.mix_reason = (f"after bouncing to [{', '.join(to)}] the members offer "
-                           + "; ".join(f"{s.name}: {', '.join(s.config.assignment_strategies)}" for s in self.slots))
-
-    def bounce_protocol(self, to: str) -> None:
-        """Move members onto group protocol ``to`` (``consumer`` or ``classic``) one at a time, in
-        mix order: each member :func:`conformance.members.mixing.protocol_moves` names is stopped
-        gracefully (it leaves the group), started on ``to`` with its planned strategy list, and the
-        group settles before the next. A member that is not running is started on ``to``. Each
-        change is recorded in ``protocol_changes`` (see the module docstring)."""
-        moves = protocol_moves([s.spec for s in self.slots], [s.config.group_protocol for s in self.slots], to)
-        if not moves:
-            self.progress(f"bounce-protocol to={to}: no member moves")
-        for i in moves:
-            slot = self.slots[i]
-            self._note_unasked_exit(slot)
-            before = slot.config.group_protocol
-            if slot.running:
-                self.nemesis.terminate(slot.name, slot.proc)
-            self.protocol_changes.append({"ts": now_ms(), "member": slot.name, "from": before, "to": to})
-            slot.config.group_protocol = to
-            self.progress(f"bounce-protocol: {slot.name} {before} -> {to}")
-            self._start(slot)
-            self._settle()
-
-    def resubscribe(self, slot: Slot, topics: list[str]) -> None:
-        """Restart ``slot`` gracefully, subscribed to ``topics`` (declared topics only)."""
-        unknown = [t for t in topics if t not in self.partitions]
-        if unknown:
-            raise SuiteError(f"resubscribe to undeclared topics {unknown}")
-        slot.config.topics = list(topics)
-        self.restart(slot, "graceful", 0)
 
     def _note_unasked_exit(self, slot: Slot) -> None:
         """Record, once per incarnation, that ``slot``'s process exited although the runner did not
@@ -486,74 +462,6 @@ class CellRun:
                           "and the runner had not stopped it\n")
         except OSError:
             pass
-
-    def restart(self, slot: Slot, mode: str, down_ms: int) -> None:
-        """Stop ``slot`` (``mode`` graceful or kill) if it runs, wait ``down_ms``, start it again."""
-        self._note_unasked_exit(slot)
-        if slot.running:
-            if mode == "kill":
-                self.nemesis.kill(slot.name, slot.proc)
-            else:
-                self.nemesis.terminate(slot.name, slot.proc)
-        if down_ms:
-            time.sleep(down_ms / 1000)
-        self._start(slot)
-
-    def rotate_leader(self, timeout_ms: int) -> None:
-        """Make every member kind lead at least once (L5): stop leaders whose kind has led.
-
-        The broker elects a new leader among the members that remain; a leader
-        whose kind already led is stopped too, until a new kind leads; then the
-        stopped members come back as followers. Bounded by the number of kinds.
-        """
-        kinds = {s.spec.kind for s in self.slots}
-        led: set[str] = set()
-        by_name = {s.name: s for s in self.slots}
-        for _ in range(2 * len(self.slots) + 2):
-            if not self._await("stable", timeout_ms):
-                self.notes.append({"ts": now_ms(), "rotate-leader": "the group did not settle; rotation stopped, "
-                                   f"kinds that led: {sorted(led)} of {sorted(kinds)}"})
-                return
-            leader = by_name.get(self.observer.leader() or "")
-            if leader is None:
-                self.notes.append({"ts": now_ms(), "rotate-leader": "no leader seen on the wire"})
-                return
-            led.add(leader.spec.kind)
-            if led >= kinds:
-                return
-            stopped: list[Slot] = [leader]
-            self.nemesis.terminate(leader.name, leader.proc)
-            # Stop further leaders of already-led kinds until a new kind leads.
-            while True:
-                self._await("stable", timeout_ms)
-                nxt = by_name.get(self.observer.leader() or "")
-                if nxt is None or nxt in stopped or nxt.spec.kind not in led or not any(
-                        s.running for s in self.slots if s is not nxt):
-                    break
-                stopped.append(nxt)
-                self.nemesis.terminate(nxt.name, nxt.proc)
-            for slot in stopped:
-                self._start(slot)
-        self.notes.append({"ts": now_ms(), "rotate-leader": f"kinds that led: {sorted(led)} of {sorted(kinds)}"})
-
-    def chaos(self, count: int, gap_ms: int) -> None:
-        """``count`` seeded faults (:meth:`Schedule.chaos`), ``gap_ms`` apart: each the fault of its
-        chaos pick on its member (a member that is not running is started instead); a broker fault
-        needs no member. Chaos ends with every member running."""
-        for step in self.schedule.chaos(count, len(self.slots), config.SESSION_TIMEOUT_MS):
-            slot = self.slots[step.member_index]
-            fault = FAULTS[step.verb]
-            self.progress(f"chaos: {step.fault} {slot.name}")
-            if fault.target == "none":
-                fault.act(self, None, step.args)
-            elif not slot.running:
-                self._start(slot)
-            else:
-                fault.act(self, slot, step.args)
-            time.sleep(gap_ms / 1000)
-        for slot in self.slots:  # chaos ends with everyone back
-            if not slot.running:
-                self._start(slot)
 
 
 def reproduce_command(cell: Cell) -> str:
