@@ -174,6 +174,20 @@ def l2(b: CooperativeRun) -> Path:
     return b.closing()
 
 
+@story(fails=("L1", ["sent its SyncGroup for generation -1 instead"]))
+def l1_synced_minus_one_in_two_rounds(b: CooperativeRun) -> Path:
+    """Leader m1 syncs generations 2 and 3 as generation -1 (librdkafka before 2.10, its issue
+    4059): the first plan gives t-0 to m1, the second gives it to m2. Each plan gives each partition
+    once, so L2 has nothing to say: two plans are not one generation's."""
+    b.opening()
+    b.generation_2()
+    b.sync(-1, 11100, "m1", {"m1": ALL4, "m2": []})
+    b.m1_revokes_t2_t3()
+    b.generation_3()
+    b.sync(-1, 12600, "m1", {"m1": ALL4[1:2], "m2": [(T, 0), *ALL4[2:]]})
+    return b.closing()
+
+
 @story(fails=("L2", ["generation 2 assigns t-0 to 2 members: m1, m2"]))
 def l2_double(b: CooperativeRun) -> Path:
     """The leader of generation 2 assigns t-0 to both m1 and m2."""
