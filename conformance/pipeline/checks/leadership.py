@@ -211,15 +211,21 @@ def check_l1(t: Tables) -> list[dict]:
         .join(tm, "run")
         .select("run", "generation", "leader", "resp_ts", F.coalesce("asked_ts", "resp_ts").alias("asked_ts"),
                 (F.col("resp_ts") + F.col("max_poll_ms")).alias("due_ts"))))
+    # The round the leader had to sync ends when its SyncGroup was due or when the next generation
+    # formed, whichever came first: a fault or a stop after the group had moved on is not why it did
+    # not sync (seen: a Sarama 1.30 leader that could not decode a subscription, replaced by the next
+    # generation's leader, was excused by the runner's stop of it in teardown, 3 s later).
+    window = (due.join(g.select("run", "generation", "next_join_ts"), ["run", "generation"], "left")
+              .withColumn("until_ts", F.least("due_ts", "next_join_ts")))
     # L1/fault-hit-leader: a fault that can silence the leader or the coordinator in force at some time
-    # between the leader's JoinGroup response and when its SyncGroup was due.
-    during = (due.join(silencing_spans(t), "run")
-              .where((F.col("f_start") <= F.col("due_ts")) & (F.col("f_end") >= F.col("resp_ts") - 1)
+    # in that round, from the leader's JoinGroup response on.
+    during = (window.join(silencing_spans(t), "run")
+              .where((F.col("f_start") <= F.col("until_ts")) & (F.col("f_end") >= F.col("resp_ts") - 1)
                      & (F.col("target").isin("broker", "all") | (F.col("target") == F.col("leader"))))
               .select("run", "generation", "fault", F.col("f_start").alias("f_ts"),
                       F.lit("L1/fault-hit-leader").alias("rule")))
-    # L1/leader-stopping: the leader's own way out after the JoinGroup it was elected by and before its
-    # SyncGroup was due: its LeaveGroup on the wire, the runner's stop or kill of it, or its history's end
+    # L1/leader-stopping: the leader's own way out after the JoinGroup it was elected by and before that
+    # round ended: its LeaveGroup on the wire, the runner's stop or kill of it, or its history's end
     # by a stop or a kill (not the run's end, nor a crash or a stop after a fatal error of its own: a leader
     # that died of its own bug was not on its way out, V1 and L1 both judge it).
     leaves = (t.frames.where((F.col("api") == "LeaveGroup") & (F.col("direction") == "request"))
@@ -229,8 +235,8 @@ def check_l1(t: Tables) -> list[dict]:
     exits = (t.incarnations.where(F.col("end_kind").isin("stopped", "killed") & (F.coalesce("had_fatal", F.lit(0)) == 0))
              .select("run", F.col("member").alias("leader"), F.col("end_ts").alias("f_ts"),
                      F.concat(F.lit("exit ("), F.col("end_kind"), F.lit(")")).alias("fault")))
-    stopping = (due.join(leaves.unionByName(stops).unionByName(exits), ["run", "leader"])
-                .where((F.col("f_ts") >= F.col("asked_ts")) & (F.col("f_ts") <= F.col("due_ts")))
+    stopping = (window.join(leaves.unionByName(stops).unionByName(exits), ["run", "leader"])
+                .where((F.col("f_ts") >= F.col("asked_ts")) & (F.col("f_ts") <= F.col("until_ts")))
                 .select("run", "generation", "fault", "f_ts", F.lit("L1/leader-stopping").alias("rule")))
     starts = faults.where(F.col("fault") == "start").select("run", F.col("target").alias("s_target"),
                                                             F.col("f_ts").alias("s_ts"))
@@ -268,12 +274,15 @@ def check_l1(t: Tables) -> list[dict]:
              .agg(F.struct(F.first("s_gen").alias("generation"), F.first("s_ts").alias("ts"),
                            F.min_by("error_code", "r_ts").alias("error_code")).alias("stray")))
     # What the leader's own history says went wrong meanwhile (a client that cannot decode a
-    # subscription reports it as an error and never syncs): its distinct error events in the window,
-    # in the order each first appeared (a decode failure may come after a commit refused for it).
+    # subscription reports it as an error and never syncs): its distinct error events from its
+    # JoinGroup request of the round (its history may record what it made of the response a moment
+    # before the tap records the response: seen, 0.2 ms) to the window's end, in the order each first
+    # appeared (a decode failure may come after a commit refused for it).
     said = (g.where(F.col("leader").isNotNull())
+            .join(due.select("run", "generation", "asked_ts"), ["run", "generation"], "left")
             .join(t.events.where(F.col("event") == "error")
                   .select("run", F.col("member").alias("leader"), F.col("ts").alias("e_ts"), "error"), ["run", "leader"])
-            .where((F.col("e_ts") >= F.col("join_ts")) & (F.col("e_ts") <= window_end))
+            .where((F.col("e_ts") >= F.coalesce("asked_ts", "join_ts")) & (F.col("e_ts") <= window_end))
             .groupBy("run", "generation", "error").agg(F.min("e_ts").alias("e_ts"))
             .groupBy("run", "generation")
             .agg(F.transform(F.sort_array(F.collect_list(F.struct("e_ts", "error"))), lambda e: e["error"])

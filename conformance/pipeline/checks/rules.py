@@ -63,17 +63,20 @@ _RULES: tuple[Rule, ...] = (
     Rule("L1/fault-hit-leader", "L1",
          "a generation whose leader sent no SyncGroup when a fault that can silence that leader or the coordinator "
          "(dead-looking, a toxic only by the toxic rule, or a kill of the leader until its next start) was in "
-         "force between the leader's JoinGroup response and when its SyncGroup was due (that response plus the "
-         "rebalance timeout, the cell's max.poll.interval.ms)",
+         "force between the leader's JoinGroup response and the end of that round: when its SyncGroup was due "
+         "(that response plus the rebalance timeout, the cell's max.poll.interval.ms) or when the next "
+         "generation formed, whichever came first",
          "A leader killed, paused or cut off before it could sync cannot send SyncGroup; the coordinator "
          "times the round out after the rebalance timeout and rebalances (KIP-62). A fault that silences nobody "
          "(a 100 ms latency, add-partitions) or comes after the sync was due explains nothing."),
     Rule("L1/leader-stopping", "L1",
          "a generation whose leader sent no SyncGroup when, between the JoinGroup request it was elected by and "
-         "when its SyncGroup was due, it sent its LeaveGroup, the runner stopped or killed it, or its history "
-         "ended by a stop or a kill (not a crash, nor a stop after a fatal error of its own)",
+         "the end of that round (when its SyncGroup was due, or when the next generation formed, whichever came "
+         "first), it sent its LeaveGroup, the runner stopped or killed it, or its history ended by a stop or a "
+         "kill (not a crash, nor a stop after a fatal error of its own)",
          "A closing client elected leader on its way out rightly abandons the round: its LeaveGroup or exit is "
-         "the evidence; a stop asked for earlier, with the leader still there when the sync was due, is none."),
+         "the evidence; a stop asked for earlier, with the leader still there when the sync was due, is none, "
+         "and so is a stop after the group moved on to its next generation without it."),
     Rule("L1/dead-leader-id", "L1",
          "a generation whose leader id belongs to an instance killed while its JoinGroup was pending, unseen "
          "on the wire since the member started again",
