@@ -1,5 +1,5 @@
 # The two commands of README.md. Each does all set-up (idempotent) first.
-.PHONY: matrix test lint test-nightly test-containers soak bootstrap setup setup-all lock
+.PHONY: matrix test lint test-nightly test-containers corpus soak bootstrap setup setup-all lock
 
 matrix: setup            ## set up and run the default compatibility matrix
 	.venv/bin/conformance run
@@ -17,6 +17,9 @@ test-nightly: setup-all  ## the tests plus the nightly tier (long real cells: ev
 
 test-containers: setup-all  ## the container backend's tests, nightly tier included (needs a Docker engine)
 	.venv/bin/python -m pytest --nightly -m containers
+
+corpus: setup           ## the bug corpus: each documented client bug's buggy and fixed releases (corpus.md, .html)
+	.venv/bin/conformance corpus --runs-dir $(or $(RUNS_DIR),reports)
 
 soak: setup             ## leak soak: 20 real cells, 5 interrupted with SIGINT; prints what remains (nothing)
 	.venv/bin/python bench/soak.py

@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "conformance.protocol.command",
     "conformance.planning.command",
     "conformance.run.command",
+    "conformance.run.corpus",
     "conformance.report.command",
     "conformance.mutation_score",
 )

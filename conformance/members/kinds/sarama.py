@@ -52,7 +52,10 @@ requests", IBM/sarama PR 2947, in 1.43.3), so the broker accepts an offset
 below one it accepted a few milliseconds earlier. Cells with ``sarama@1.38.1``
 fail D2 with every violation its own (seen in rolling-restart and
 crash-restart): a true verdict on that version; 1.61.1 with the same harness
-passes.
+passes. A Sarama leader before 1.41.1 cannot decode some subscriptions ("invalid length", L1):
+before 1.31.0 any of version 1 or later (Java 2.4+), from 1.31.0 any of version 2 or later (Java
+3.4+, the reference); both are rows of the known-issues table and entries of the bug corpus
+(``fixtures/bug-corpus/``), seen with 1.30.0 beside Java 2.4.1 and 1.38.1 beside Java 4.4.0.
 """
 
 from __future__ import annotations
@@ -128,6 +131,13 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
     KnownIssue("sarama", None, "1.31.0", "L1", "IBM/sarama issue 1808 (OwnedPartitions decoded from 1.31.0)",
                "as leader it cannot decode a member's subscription of version 1 or later (the OwnedPartitions "
                "after UserData: 'error decoding packet: invalid length'), so it sends no assignments",
+               evidence=(("leader_errors", ["consume: kafka: error decoding packet: invalid length"]),)),
+    # From 1.31.0 the decoder reads OwnedPartitions but still nothing after it, so a version 2 or 3
+    # subscription (Java 3.4 and later: GenerationId, RackId) leaves bytes over, with the same error, until
+    # commit e9bd1b89 ("handle V3 member metadata", first in 1.41.1). Seen: 1.38.1 leading Java 4.4.0.
+    KnownIssue("sarama", "1.31.0", "1.41.1", "L1", "IBM/sarama commit e9bd1b89 (V3 member metadata decoded from 1.41.1)",
+               "as leader it cannot decode a member's subscription of version 2 or later (GenerationId and RackId "
+               "after OwnedPartitions: 'error decoding packet: invalid length'), so it sends no assignments",
                evidence=(("leader_errors", ["consume: kafka: error decoding packet: invalid length"]),)),
 )
 
