@@ -92,6 +92,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
 from conformance import config
@@ -181,21 +182,50 @@ def _clip(text: str, limit: int = 160) -> str:
 
 
 def check_l1(t: Tables) -> list[dict]:
+    """L1's story: per generation, when its leader's SyncGroup was due, what may have stopped the leader
+    from sending it (faults, its own way out, a dead member id), what it sent instead and what its
+    history said meanwhile; then one finding per anomaly of each generation (see the module docstring)."""
+    g = _l1_generations(t)
+    due = _sync_due(t, g)
+    on = ["run", "generation"]
+    rows = t.collect(g.join(_excuses(t, g, due), on, "left").join(_stray_syncs(t, g), on, "left")
+                     .join(_empty_syncs(t, g), on, "left").join(_leader_errors(t, g), on, "left")
+                     .join(due.select("run", "generation", "resp_ts", "due_ts"), on, "left"))
+    out: list[dict] = []
+    for r in rows:
+        out += _several_leaders(r)
+        out += _unsynced(r) if r["assigned"] is None else _unassigned(r)
+    return out
+
+
+def _l1_generations(t: Tables) -> DataFrame:
+    """Every generation (``t.generations``' columns) with its run's ``run_end_ts``, ``session_ms`` and
+    ``complete``, ``view`` (the sorted member ids of its leader view), ``assigned`` (the member ids its
+    leader's SyncGroup assigned; null when there is none) and ``bridged`` (b_ts, c_start, c_end,
+    consumers of the broker's classic bridge; null when not bridged). Built once: L1 reads it four times."""
     tm = timing(t.cells).select("run", "session_ms", "max_poll_ms", "complete")
     gens = t.generations.join(t.run_end, "run", "left").join(tm.drop("max_poll_ms"), "run", "left")
     view = generation_member_ids(t).withColumnRenamed("ids", "view")
     sync = leader_sync(t).groupBy("run", "generation").agg(F.collect_set("subject_member_id").alias("assigned"))
-    faults = t.nemesis.where(F.col("phase") == "invoke").select("run", F.col("ts").alias("f_ts"), "target", "fault")
-    # Read four times below: built once.
     bridged = bridged_generations(t).select("run", "generation", F.struct("b_ts", "c_start", "c_end", "consumers")
                                             .alias("bridged"))
-    g = t.shared("l1-generations", lambda: gens.join(view, ["run", "generation"], "left")
-                 .join(sync, ["run", "generation"], "left").join(bridged, ["run", "generation"], "left"))
-    window_end = F.coalesce("next_join_ts", "run_end_ts")
-    # When the leader's SyncGroup was due: its own JoinGroup response of the generation (the generation's
-    # first response when the leader's is not on the wire) plus the rebalance timeout, which every
-    # harness sets to the cell's max.poll.interval.ms (the coordinator waits that long for the sync).
-    # ``asked_ts``: the leader's JoinGroup request that response answered (its last one before it).
+    return t.shared("l1-generations", lambda: gens.join(view, ["run", "generation"], "left")
+                    .join(sync, ["run", "generation"], "left").join(bridged, ["run", "generation"], "left"))
+
+
+def _sync_window_end() -> Column:
+    """The end of the window in which a generation's leader may sync: the next JoinGroup, else the run's end."""
+    return F.coalesce("next_join_ts", "run_end_ts")
+
+
+def _sync_due(t: Tables, g: DataFrame) -> DataFrame:
+    """(run, generation, leader, resp_ts, asked_ts, due_ts) of each generation of :func:`_l1_generations`:
+    ``resp_ts``, the leader's own JoinGroup response of the generation (the generation's first response
+    when the leader's is not on the wire); ``asked_ts``, the leader's JoinGroup request that response
+    answered (its last one before it, else ``resp_ts``); ``due_ts``, when its SyncGroup was due: the
+    response plus the rebalance timeout, which every harness sets to the cell's max.poll.interval.ms (the
+    coordinator waits that long for the sync). Built once."""
+    tm = timing(t.cells).select("run", "session_ms", "max_poll_ms", "complete")
     joins = t.frames.where(F.col("api") == "JoinGroup").select("run", F.col("member").alias("leader"), "ts",
                                                                "direction", "generation", "error_code")
     answered = (joins.where((F.col("direction") == "response") & (F.coalesce("error_code", F.lit(0)) == 0))
@@ -204,24 +234,41 @@ def check_l1(t: Tables) -> list[dict]:
         F.col("run").alias("q_run"), F.col("leader").alias("q_leader"), F.col("ts").alias("q_ts"))
     resp = (g.select("run", "generation", "leader", "join_ts").join(answered, ["run", "leader", "generation"], "left")
             .withColumn("resp_ts", F.coalesce("l_resp_ts", "join_ts")))
-    due = t.shared("l1-sync-due", lambda: (
+    return t.shared("l1-sync-due", lambda: (
         resp.join(asked, (F.col("q_run") == F.col("run")) & (F.col("q_leader") == F.col("leader"))
                   & (F.col("q_ts") <= F.col("resp_ts")), "left")
         .groupBy("run", "generation", "leader", "resp_ts").agg(F.max("q_ts").alias("asked_ts"))
         .join(tm, "run")
         .select("run", "generation", "leader", "resp_ts", F.coalesce("asked_ts", "resp_ts").alias("asked_ts"),
                 (F.col("resp_ts") + F.col("max_poll_ms")).alias("due_ts"))))
-    # L1/fault-hit-leader: a fault that can silence the leader or the coordinator in force at some time
-    # between the leader's JoinGroup response and when its SyncGroup was due.
-    during = (due.join(silencing_spans(t), "run")
-              .where((F.col("f_start") <= F.col("due_ts")) & (F.col("f_end") >= F.col("resp_ts") - 1)
-                     & (F.col("target").isin("broker", "all") | (F.col("target") == F.col("leader"))))
-              .select("run", "generation", "fault", F.col("f_start").alias("f_ts"),
-                      F.lit("L1/fault-hit-leader").alias("rule")))
-    # L1/leader-stopping: the leader's own way out after the JoinGroup it was elected by and before its
-    # SyncGroup was due: its LeaveGroup on the wire, the runner's stop or kill of it, or its history's end
-    # by a stop or a kill (not the run's end, nor a crash or a stop after a fatal error of its own: a leader
-    # that died of its own bug was not on its way out, V1 and L1 both judge it).
+
+
+def _excuses(t: Tables, g: DataFrame, due: DataFrame) -> DataFrame:
+    """(run, generation, faults): what may have kept each generation's leader from syncing, under the
+    rules L1/fault-hit-leader, L1/leader-stopping and L1/dead-leader-id; ``faults`` is an array of
+    (f_ts, fault, rule) sorted by time, absent for a generation no rule applies to."""
+    return (_faults_hitting_leader(t, due).unionByName(_leader_stopping(t, due)).unionByName(_dead_leader_ids(t, g))
+            .groupBy("run", "generation")
+            .agg(F.sort_array(F.collect_list(F.struct("f_ts", "fault", "rule"))).alias("faults")))
+
+
+def _faults_hitting_leader(t: Tables, due: DataFrame) -> DataFrame:
+    """(run, generation, fault, f_ts, rule) under L1/fault-hit-leader: a fault that can silence the leader
+    or the coordinator (:func:`silencing_spans`) in force at some time between the leader's JoinGroup
+    response and when its SyncGroup was due."""
+    return (due.join(silencing_spans(t), "run")
+            .where((F.col("f_start") <= F.col("due_ts")) & (F.col("f_end") >= F.col("resp_ts") - 1)
+                   & (F.col("target").isin("broker", "all") | (F.col("target") == F.col("leader"))))
+            .select("run", "generation", "fault", F.col("f_start").alias("f_ts"),
+                    F.lit("L1/fault-hit-leader").alias("rule")))
+
+
+def _leader_stopping(t: Tables, due: DataFrame) -> DataFrame:
+    """(run, generation, fault, f_ts, rule) under L1/leader-stopping: the leader's own way out after the
+    JoinGroup it was elected by and before its SyncGroup was due: its LeaveGroup on the wire, the runner's
+    stop or kill of it, or its history's end by a stop or a kill (not the run's end, nor a crash or a stop
+    after a fatal error of its own: a leader that died of its own bug was not on its way out, V1 and L1
+    both judge it)."""
     leaves = (t.frames.where((F.col("api") == "LeaveGroup") & (F.col("direction") == "request"))
               .select("run", F.col("member").alias("leader"), F.col("ts").alias("f_ts"), F.lit("LeaveGroup").alias("fault")))
     stops = (t.nemesis.where((F.col("phase") == "invoke") & F.col("fault").isin(*_STOPS))
@@ -229,134 +276,172 @@ def check_l1(t: Tables) -> list[dict]:
     exits = (t.incarnations.where(F.col("end_kind").isin("stopped", "killed") & (F.coalesce("had_fatal", F.lit(0)) == 0))
              .select("run", F.col("member").alias("leader"), F.col("end_ts").alias("f_ts"),
                      F.concat(F.lit("exit ("), F.col("end_kind"), F.lit(")")).alias("fault")))
-    stopping = (due.join(leaves.unionByName(stops).unionByName(exits), ["run", "leader"])
-                .where((F.col("f_ts") >= F.col("asked_ts")) & (F.col("f_ts") <= F.col("due_ts")))
-                .select("run", "generation", "fault", "f_ts", F.lit("L1/leader-stopping").alias("rule")))
+    return (due.join(leaves.unionByName(stops).unionByName(exits), ["run", "leader"])
+            .where((F.col("f_ts") >= F.col("asked_ts")) & (F.col("f_ts") <= F.col("due_ts")))
+            .select("run", "generation", "fault", "f_ts", F.lit("L1/leader-stopping").alias("rule")))
+
+
+def _dead_leader_ids(t: Tables, g: DataFrame) -> DataFrame:
+    """(run, generation, fault, f_ts, rule) under L1/dead-leader-id: the leader's id was last on the wire
+    before the member started again after a stop or kill of it: the id is the stopped instance's (a
+    restarted client joins under a new member id), elected while its JoinGroup was pending."""
+    faults = t.nemesis.where(F.col("phase") == "invoke").select("run", F.col("ts").alias("f_ts"), "target", "fault")
     starts = faults.where(F.col("fault") == "start").select("run", F.col("target").alias("s_target"),
                                                             F.col("f_ts").alias("s_ts"))
-    # The leader's id was last on the wire before the member started again: the id is the stopped
-    # instance's (a restarted client joins under a new member id), elected while its JoinGroup was pending.
     id_last = (t.frames.where(F.col("member_id").isNotNull()).groupBy("run", "member_id")
                .agg(F.max("ts").alias("id_last_ts")).withColumnRenamed("member_id", "leader_id"))
-    dead_id = (g.join(faults.where(F.col("fault").isin(*_STOPS)), "run")
-               .where((F.col("target") == F.col("leader")) & (F.col("f_ts") < F.col("join_ts") - 1))
-               .join(starts, (g["run"] == starts["run"]) & (F.col("s_target") == F.col("target"))
-                     & (F.col("s_ts") > F.col("f_ts")) & (F.col("s_ts") <= F.col("join_ts")))
-               .groupBy(g["run"], "generation", "leader_id", "f_ts", "fault").agg(F.min("s_ts").alias("s_ts"))
-               .join(id_last, ["run", "leader_id"], "left")
-               .where(~F.coalesce(F.col("id_last_ts") >= F.col("s_ts"), F.lit(False)))
-               .select("run", "generation", "fault", "f_ts", F.lit("L1/dead-leader-id").alias("rule")))
-    hit = (during.unionByName(stopping).unionByName(dead_id).groupBy("run", "generation")
-           .agg(F.sort_array(F.collect_list(F.struct("f_ts", "fault", "rule"))).alias("faults")))
-    # What the leader sent instead, if anything: a SyncGroup naming another generation, in the window.
-    # (Its response is the leader's next SyncGroup response of that generation: the tap copies a request's
-    # generation into its response.)
-    sync = t.frames.where(F.col("api") == "SyncGroup").select(
+    return (g.join(faults.where(F.col("fault").isin(*_STOPS)), "run")
+            .where((F.col("target") == F.col("leader")) & (F.col("f_ts") < F.col("join_ts") - 1))
+            .join(starts, (g["run"] == starts["run"]) & (F.col("s_target") == F.col("target"))
+                  & (F.col("s_ts") > F.col("f_ts")) & (F.col("s_ts") <= F.col("join_ts")))
+            .groupBy(g["run"], "generation", "leader_id", "f_ts", "fault").agg(F.min("s_ts").alias("s_ts"))
+            .join(id_last, ["run", "leader_id"], "left")
+            .where(~F.coalesce(F.col("id_last_ts") >= F.col("s_ts"), F.lit(False)))
+            .select("run", "generation", "fault", "f_ts", F.lit("L1/dead-leader-id").alias("rule")))
+
+
+def _sync_frames(t: Tables) -> DataFrame:
+    """(run, leader, ts, s_gen, direction, error_code) of every SyncGroup frame, by its member."""
+    return t.frames.where(F.col("api") == "SyncGroup").select(
         "run", F.col("member").alias("leader"), "ts", F.col("generation").alias("s_gen"), "direction", "error_code")
+
+
+def _stray_syncs(t: Tables, g: DataFrame) -> DataFrame:
+    """(run, generation, stray): the first SyncGroup request the generation's leader sent in the window
+    (:func:`_sync_window_end`) naming another generation, as (generation, ts, error_code of its response:
+    the leader's next SyncGroup response of that generation, the tap copying a request's generation into
+    its response); absent when it sent none."""
+    sync = _sync_frames(t)
     first = (g.where(F.col("leader").isNotNull())
              .join(sync.where(F.col("direction") == "request").withColumnRenamed("ts", "s_ts"), ["run", "leader"])
-             .where((F.col("s_ts") >= F.col("join_ts")) & (F.col("s_ts") <= window_end)
+             .where((F.col("s_ts") >= F.col("join_ts")) & (F.col("s_ts") <= _sync_window_end())
                     & ~F.col("s_gen").eqNullSafe(F.col("generation")))
              .groupBy("run", "generation", "leader")
              .agg(F.min_by("s_gen", "s_ts").alias("s_gen"), F.min("s_ts").alias("s_ts")))
     resp = sync.where(F.col("direction") == "response").select(
         F.col("run").alias("r_run"), F.col("leader").alias("r_leader"), F.col("s_gen").alias("r_gen"),
         F.col("ts").alias("r_ts"), "error_code")
-    stray = (first.join(resp, (F.col("r_run") == F.col("run")) & (F.col("r_leader") == F.col("leader"))
-                        & F.col("r_gen").eqNullSafe(F.col("s_gen")) & (F.col("r_ts") >= F.col("s_ts")), "left")
-             .groupBy("run", "generation")
-             .agg(F.struct(F.first("s_gen").alias("generation"), F.first("s_ts").alias("ts"),
-                           F.min_by("error_code", "r_ts").alias("error_code")).alias("stray")))
-    # What the leader's own history says went wrong meanwhile (a client that cannot decode a
-    # subscription reports it as an error and never syncs): its distinct error events in the window,
-    # in the order each first appeared (a decode failure may come after a commit refused for it).
-    said = (g.where(F.col("leader").isNotNull())
+    return (first.join(resp, (F.col("r_run") == F.col("run")) & (F.col("r_leader") == F.col("leader"))
+                       & F.col("r_gen").eqNullSafe(F.col("s_gen")) & (F.col("r_ts") >= F.col("s_ts")), "left")
+            .groupBy("run", "generation")
+            .agg(F.struct(F.first("s_gen").alias("generation"), F.first("s_ts").alias("ts"),
+                          F.min_by("error_code", "r_ts").alias("error_code")).alias("stray")))
+
+
+def _leader_errors(t: Tables, g: DataFrame) -> DataFrame:
+    """(run, generation, leader_errors): the distinct error events of the generation's leader's history in
+    the window (a client that cannot decode a subscription reports it as an error and never syncs), in the
+    order each first appeared (a decode failure may come after a commit refused for it)."""
+    return (g.where(F.col("leader").isNotNull())
             .join(t.events.where(F.col("event") == "error")
                   .select("run", F.col("member").alias("leader"), F.col("ts").alias("e_ts"), "error"), ["run", "leader"])
-            .where((F.col("e_ts") >= F.col("join_ts")) & (F.col("e_ts") <= window_end))
+            .where((F.col("e_ts") >= F.col("join_ts")) & (F.col("e_ts") <= _sync_window_end()))
             .groupBy("run", "generation", "error").agg(F.min("e_ts").alias("e_ts"))
             .groupBy("run", "generation")
             .agg(F.transform(F.sort_array(F.collect_list(F.struct("e_ts", "error"))), lambda e: e["error"])
                  .alias("leader_errors")))
-    # A SyncGroup of the generation itself that carried no assignments: the leader was alive and synced.
-    empty = (g.where(F.col("leader").isNotNull())
-             .join(sync.where(F.col("direction") == "request").withColumnRenamed("ts", "s_ts"), ["run", "leader"])
-             .where((F.col("s_ts") >= F.col("join_ts")) & (F.col("s_ts") <= window_end)
-                    & F.col("s_gen").eqNullSafe(F.col("generation")))
-             .groupBy("run", "generation").agg(F.min("s_ts").alias("empty_sync_ts")))
-    rows = t.collect(g.join(hit, ["run", "generation"], "left").join(stray, ["run", "generation"], "left")
-                     .join(empty, ["run", "generation"], "left").join(said, ["run", "generation"], "left")
-                     .join(due.select("run", "generation", "resp_ts", "due_ts"), ["run", "generation"], "left"))
-    out = []
-    for r in rows:
-        run, gen = r["run"], r["generation"]
-        if r["n_leaders"] and r["n_leaders"] > 1:
-            out.append(violation("L1", run, f"generation {gen} has {r['n_leaders']} leaders in JoinGroup responses: "
-                                 f"{', '.join(r['leader_ids'])}", generation=gen, ts=r["join_ts"],
-                                 evidence={"leader_ids": list(r["leader_ids"]), "joined": sorted(r["joined"] or [])}))
-        if r["assigned"] is None:
-            cut_before_sync = (r["complete"] is False and r["next_join_ts"] is None
-                               and r["run_end_ts"] - r["join_ts"] < r["session_ms"])
-            if cut_before_sync:
-                continue
-            if r["bridged"] is not None:
-                b = r["bridged"]
-                out.append(violation("L1", run, f"generation {gen} has no classic leader and no SyncGroup assignments: "
-                                     f"it formed while {_made_consumer_group(b['consumers'])}, whose broker assigns",
-                                     generation=gen, ts=r["join_ts"],
-                                     evidence={"leader_id": r["leader_id"], "bridged_join_ts": b["b_ts"],
-                                               "consumer_period": [b["c_start"], b["c_end"]],
-                                               "consumer_members": list(b["consumers"])},
-                                     allowed_by="L1/consumer-group"))
-                continue
-            leader, stray, faults = r["leader"] or r["leader_id"], r["stray"], r["faults"] or []
-            synced = stray is not None or r["empty_sync_ts"] is not None
-            if stray is None and r["empty_sync_ts"] is not None:
-                what = f"sent its SyncGroup of generation {gen} with no assignments"
-                evidence = {"leader_id": r["leader_id"], "sync_ts": r["empty_sync_ts"]}
-            elif stray is None:
-                what, evidence = "sent no SyncGroup assignments", {"leader_id": r["leader_id"]}
-            else:
-                what = (f"sent its SyncGroup for generation {stray['generation']} instead"
-                        + (f" (error {stray['error_code']})" if stray["error_code"] else ""))
-                evidence = {"leader_id": r["leader_id"], "sync_generation": stray["generation"],
-                            "sync_ts": stray["ts"], "sync_error_code": stray["error_code"]}
-            evidence["faults"] = [{"fault": f["fault"], "ts": f["f_ts"], "rule": f["rule"]} for f in faults]
-            evidence.update(leader_join_response_ts=r["resp_ts"], sync_due_ts=r["due_ts"])
-            if faults and not synced:
-                # The leader could not sync: a named rule excuses it (the first fault that applies).
-                first = faults[0]
-                out.append(violation("L1", run, f"leader {leader} of generation {gen} {what}: {first['fault']} of it "
-                                     f"at {first['f_ts']:.0f}, its SyncGroup due at {r['due_ts']:.0f}",
-                                     members=[r["leader"]], generation=gen, ts=r["join_ts"],
-                                     evidence=evidence, allowed_by=first["rule"]))
-                continue
-            # A leader that synced (another generation, or this one with nothing) was alive and talking:
-            # no fault excuses that.
-            if faults:
-                cause = f"a {faults[0]['fault']} does not excuse a leader that synced"
-            elif synced:
-                cause = "no fault hit it"
-            else:
-                cause = ("no fault silenced it or the coordinator and it neither left nor exited before its "
-                         f"SyncGroup was due at {r['due_ts']:.0f}")
-            if r["leader_errors"]:
-                errors = list(r["leader_errors"])
-                evidence["leader_errors"] = errors
-                cause += "; its history reports: " + " | ".join(_clip(e) for e in errors[:_ERRORS_QUOTED]) \
-                    + (f" (and {len(errors) - _ERRORS_QUOTED} more)" if len(errors) > _ERRORS_QUOTED else "")
-            out.append(violation("L1", run, f"leader {leader} of generation {gen} {what} and {cause}",
-                                 members=[r["leader"]], culprit=r["leader"], generation=gen, ts=r["join_ts"],
-                                 evidence=evidence))
-            continue
-        missing = sorted(set(r["view"] or []) - set(r["assigned"]))
-        if missing:
-            out.append(violation("L1", run, f"leader {r['leader'] or r['leader_id']} of generation {gen} assigned nothing "
-                                 f"to member(s) {', '.join(missing)} of that generation", members=[r["leader"]],
-                                 culprit=r["leader"],
-                                 generation=gen, ts=r["join_ts"],
-                                 evidence={"members": sorted(r["view"] or []), "assigned": sorted(r["assigned"])}))
-    return out
+
+
+def _empty_syncs(t: Tables, g: DataFrame) -> DataFrame:
+    """(run, generation, empty_sync_ts): the first SyncGroup request of the generation itself that its
+    leader sent in the window: one that carried no assignments, since the generation has none (the
+    leader was alive and synced)."""
+    return (g.where(F.col("leader").isNotNull())
+            .join(_sync_frames(t).where(F.col("direction") == "request").withColumnRenamed("ts", "s_ts"),
+                  ["run", "leader"])
+            .where((F.col("s_ts") >= F.col("join_ts")) & (F.col("s_ts") <= _sync_window_end())
+                   & F.col("s_gen").eqNullSafe(F.col("generation")))
+            .groupBy("run", "generation").agg(F.min("s_ts").alias("empty_sync_ts")))
+
+
+def _several_leaders(r: Row) -> list[dict]:
+    """The finding of a generation with more than one leader in its JoinGroup responses (else none)."""
+    if not (r["n_leaders"] and r["n_leaders"] > 1):
+        return []
+    return [violation("L1", r["run"], f"generation {r['generation']} has {r['n_leaders']} leaders in JoinGroup "
+                      f"responses: {', '.join(r['leader_ids'])}", generation=r["generation"], ts=r["join_ts"],
+                      evidence={"leader_ids": list(r["leader_ids"]), "joined": sorted(r["joined"] or [])})]
+
+
+def _unsynced(r: Row) -> list[dict]:
+    """The finding of a generation whose leader sent no SyncGroup assignments (none when the run was cut
+    short before the sync): allowed for a bridged generation (L1/consumer-group) and under the first rule
+    that excused the leader, when it did not sync at all; else a violation naming the leader."""
+    run, gen = r["run"], r["generation"]
+    if r["complete"] is False and r["next_join_ts"] is None and r["run_end_ts"] - r["join_ts"] < r["session_ms"]:
+        return []
+    if r["bridged"] is not None:
+        b = r["bridged"]
+        return [violation("L1", run, f"generation {gen} has no classic leader and no SyncGroup assignments: "
+                          f"it formed while {_made_consumer_group(b['consumers'])}, whose broker assigns",
+                          generation=gen, ts=r["join_ts"],
+                          evidence={"leader_id": r["leader_id"], "bridged_join_ts": b["b_ts"],
+                                    "consumer_period": [b["c_start"], b["c_end"]],
+                                    "consumer_members": list(b["consumers"])},
+                          allowed_by="L1/consumer-group")]
+    leader, faults = r["leader"] or r["leader_id"], r["faults"] or []
+    what, evidence, synced = _what_leader_sent(r)
+    evidence["faults"] = [{"fault": f["fault"], "ts": f["f_ts"], "rule": f["rule"]} for f in faults]
+    evidence.update(leader_join_response_ts=r["resp_ts"], sync_due_ts=r["due_ts"])
+    if faults and not synced:
+        # The leader could not sync: a named rule excuses it (the first fault that applies).
+        first = faults[0]
+        return [violation("L1", run, f"leader {leader} of generation {gen} {what}: {first['fault']} of it "
+                          f"at {first['f_ts']:.0f}, its SyncGroup due at {r['due_ts']:.0f}",
+                          members=[r["leader"]], generation=gen, ts=r["join_ts"],
+                          evidence=evidence, allowed_by=first["rule"])]
+    cause = _unexcused_cause(r, faults, synced, evidence)
+    return [violation("L1", run, f"leader {leader} of generation {gen} {what} and {cause}",
+                      members=[r["leader"]], culprit=r["leader"], generation=gen, ts=r["join_ts"],
+                      evidence=evidence)]
+
+
+def _what_leader_sent(r: Row) -> tuple[str, dict, bool]:
+    """What a leader without SyncGroup assignments sent instead, for the message; the finding's evidence
+    so far; and whether it synced at all (a SyncGroup of another generation, or of this one, empty)."""
+    stray = r["stray"]
+    synced = stray is not None or r["empty_sync_ts"] is not None
+    if stray is None and r["empty_sync_ts"] is not None:
+        what = f"sent its SyncGroup of generation {r['generation']} with no assignments"
+        evidence = {"leader_id": r["leader_id"], "sync_ts": r["empty_sync_ts"]}
+    elif stray is None:
+        what, evidence = "sent no SyncGroup assignments", {"leader_id": r["leader_id"]}
+    else:
+        what = (f"sent its SyncGroup for generation {stray['generation']} instead"
+                + (f" (error {stray['error_code']})" if stray["error_code"] else ""))
+        evidence = {"leader_id": r["leader_id"], "sync_generation": stray["generation"],
+                    "sync_ts": stray["ts"], "sync_error_code": stray["error_code"]}
+    return what, evidence, synced
+
+
+def _unexcused_cause(r: Row, faults: list, synced: bool, evidence: dict) -> str:
+    """Why no rule excuses a leader without SyncGroup assignments, for the message, with what its history
+    reported meanwhile (added to ``evidence`` as ``leader_errors``). A leader that synced (another
+    generation, or this one with nothing) was alive and talking: no fault excuses that."""
+    if faults:
+        cause = f"a {faults[0]['fault']} does not excuse a leader that synced"
+    elif synced:
+        cause = "no fault hit it"
+    else:
+        cause = ("no fault silenced it or the coordinator and it neither left nor exited before its "
+                 f"SyncGroup was due at {r['due_ts']:.0f}")
+    if r["leader_errors"]:
+        errors = list(r["leader_errors"])
+        evidence["leader_errors"] = errors
+        cause += "; its history reports: " + " | ".join(_clip(e) for e in errors[:_ERRORS_QUOTED]) \
+            + (f" (and {len(errors) - _ERRORS_QUOTED} more)" if len(errors) > _ERRORS_QUOTED else "")
+    return cause
+
+
+def _unassigned(r: Row) -> list[dict]:
+    """The finding of a generation whose leader's SyncGroup assigned nothing to some members of its view."""
+    missing = sorted(set(r["view"] or []) - set(r["assigned"]))
+    if not missing:
+        return []
+    return [violation("L1", r["run"], f"leader {r['leader'] or r['leader_id']} of generation {r['generation']} "
+                      f"assigned nothing to member(s) {', '.join(missing)} of that generation", members=[r["leader"]],
+                      culprit=r["leader"], generation=r["generation"], ts=r["join_ts"],
+                      evidence={"members": sorted(r["view"] or []), "assigned": sorted(r["assigned"])})]
 
 
 def assignment_rows(t: Tables):
