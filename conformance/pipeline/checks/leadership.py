@@ -91,6 +91,8 @@ Scope and allowed findings (each rule named in :mod:`conformance.pipeline.checks
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
@@ -621,6 +623,62 @@ def min_moves(prev_counts: dict[str, int], survivors: list[str], total: int, n_m
 
 
 def check_l4(t: Tables) -> list[dict]:
+    """L4's story: what each leader of a sticky assignor gave and what each member told it, collected
+    once (:func:`_sticky_history`); then each pair of consecutive complete generations that L4 compares
+    (:func:`_comparable_pairs`) yields a finding when more partitions moved away from members that stayed
+    than a balanced assignment needs (:func:`_excess_moves`)."""
+    h = _sticky_history(t)
+    out: list[dict] = []
+    for run, g1, g2 in _comparable_pairs(h):
+        out += _excess_moves(h, run, g1, g2)
+    return out
+
+
+def _told_leader(t: Tables) -> DataFrame:
+    """(run, generation, subject_member_id, topic, partition): the partitions a member's JoinGroup told
+    the generation's leader it had, as the generation's assignor reads them: the declared owned partitions
+    in a cooperative generation, and also the sticky userData's previous assignment in an eager one."""
+    owned = F.coalesce("owned", F.array())
+    return (t.subscriptions.where((F.col("source") == "leader-view") & F.col("decode_error").isNull())
+            .select("run", "generation", "subject_member_id",
+                    F.explode(F.when(is_cooperative(F.col("protocol_name")), owned)
+                              .otherwise(F.array_union(owned, F.coalesce("userdata_previous", F.array())))).alias("tp"))
+            .select("run", "generation", "subject_member_id", "tp.topic", "tp.partition"))
+
+
+@dataclass
+class _StickyHistory:
+    """What L4 reads of a batch's generations, collected. Identity is the member id, not the member name:
+    a member that restarted between two generations is a new member (it lost its partitions
+    legitimately), not a survivor."""
+    #: (run, generation) -> {(topic, partition): member id}, complete generations of sticky assignors.
+    owners: dict[tuple, dict]
+    #: (run, generation) -> {member id: subscribed topics}, complete generations (the leader's view).
+    subs: dict[tuple, dict]
+    #: member id -> member name (the id where the name is unknown).
+    names: dict[str, str]
+    #: (run, generation) -> member ids of its leader view, complete or not.
+    members_at: dict[tuple, frozenset]
+    #: (run, generation, member id) -> partitions its JoinGroup told that generation's leader of (:func:`_told_leader`).
+    declared: dict[tuple, set]
+    #: (run, generation, member id) -> what that generation's leader gave the member (any generation).
+    given: dict[tuple, set]
+    #: (run, generation, member id, (topic, partition)) told without a generation (:func:`generationless_claims`).
+    without_generation: set[tuple]
+    #: (run, generation) -> (leader, leader_kind) (:func:`leaders_by_generation`).
+    leader_of: dict
+
+    def taken_in(self, run: str, g1: int, g2: int, who: str, tp: tuple) -> list[int]:
+        """The generations after ``g1``, up to ``g2``, whose leader did not give ``who`` partition ``tp``
+        although its JoinGroup of that generation said it had it."""
+        return [h for h in range(g1 + 1, g2 + 1)
+                if tp in self.declared.get((run, h, who), ()) and tp not in self.given.get((run, h, who), {tp})]
+
+
+def _sticky_history(t: Tables) -> _StickyHistory:
+    """L4's inputs, collected in one round: the assignments of sticky assignors (those of complete
+    generations, and every one for what leaders gave), the leader views, what members told leaders,
+    the claims told without a generation, and the generations' leaders."""
     sticky = assignment_rows(t).where(F.col("protocol_name").isin(*config.STICKY_ASSIGNORS))
     complete = _complete_gens(t).where("complete").select("run", "generation")
     rows = (sticky.where(F.col("topic").isNotNull()).join(complete, ["run", "generation"])
@@ -628,105 +686,100 @@ def check_l4(t: Tables) -> list[dict]:
                     "partition"))
     synced_rows = sticky.select("run", "generation", F.col("subject_member_id").alias("who"), "topic", "partition")
     view_rows = leader_view(t).join(complete, ["run", "generation"])
-    ids_at = generation_member_ids(t)
-    owned = F.coalesce("owned", F.array())
-    told = (t.subscriptions.where((F.col("source") == "leader-view") & F.col("decode_error").isNull())
-            .select("run", "generation", "subject_member_id",
-                    F.explode(F.when(is_cooperative(F.col("protocol_name")), owned)
-                              .otherwise(F.array_union(owned, F.coalesce("userdata_previous", F.array())))).alias("tp"))
-            .select("run", "generation", "subject_member_id", "tp.topic", "tp.partition"))
-    bare = generationless_claims(t)
     rows, synced_rows, view_rows, ids_at, told, bare, leaders = t.collect_many(
-        rows, synced_rows, view_rows, ids_at, told, bare, generation_leaders(t))
-    leader_of = leaders_by_generation(leaders)
-    without_generation = {(r["run"], r["generation"], r["subject_member_id"], (r["topic"], r["partition"]))
-                          for r in bare}
-    # (run, generation, member id): partitions that JoinGroup told the leader of: declared owned, and in an
-    # eager generation also the sticky userData's previous assignment (what the generation's assignor reads).
-    declared: dict[tuple, set] = defaultdict(set)
+        rows, synced_rows, view_rows, generation_member_ids(t), _told_leader(t), generationless_claims(t),
+        generation_leaders(t))
+    h = _StickyHistory(owners=defaultdict(dict), subs=defaultdict(dict), names={}, members_at=defaultdict(frozenset),
+                       declared=defaultdict(set), given={}, leader_of=leaders_by_generation(leaders),
+                       without_generation={(r["run"], r["generation"], r["subject_member_id"],
+                                            (r["topic"], r["partition"])) for r in bare})
     for r in told:
-        declared[(r["run"], r["generation"], r["subject_member_id"])].add((r["topic"], r["partition"]))
-    # (run, generation, member id) -> what that generation's leader gave the member (any generation, complete or not).
-    given: dict[tuple, set] = {}
+        h.declared[(r["run"], r["generation"], r["subject_member_id"])].add((r["topic"], r["partition"]))
     for r in synced_rows:
-        got = given.setdefault((r["run"], r["generation"], r["who"]), set())
+        got = h.given.setdefault((r["run"], r["generation"], r["who"]), set())
         if r["topic"] is not None:
             got.add((r["topic"], r["partition"]))
-
-    def taken_in(run: str, g1: int, g2: int, who: str, tp: tuple) -> list[int]:
-        """The generations after ``g1``, up to ``g2``, whose leader did not give ``who`` partition ``tp``
-        although its JoinGroup of that generation said it had it."""
-        return [h for h in range(g1 + 1, g2 + 1)
-                if tp in declared.get((run, h, who), ()) and tp not in given.get((run, h, who), {tp})]
-    # Member ids per generation, complete or not: L4 compares two complete generations only
-    # when every generation after the first has the second's members (one join or leave,
-    # then its follow-up rounds); across several membership changes, moves can be needed.
-    members_at: dict[tuple, frozenset] = defaultdict(frozenset)
     for r in ids_at:
-        members_at[(r["run"], r["generation"])] = frozenset(r["ids"])
-    owners: dict[tuple, dict] = defaultdict(dict)
-    subs: dict[tuple, dict] = defaultdict(dict)
-    # Identity is the member id, not the member name: a member that restarted between
-    # two generations is a new member (it lost its partitions legitimately), not a survivor.
-    names: dict[str, str] = {}
+        h.members_at[(r["run"], r["generation"])] = frozenset(r["ids"])
     for r in rows:
-        owners[(r["run"], r["generation"])][(r["topic"], r["partition"])] = r["who"]
-        names[r["who"]] = r["subject"] or r["who"]
+        h.owners[(r["run"], r["generation"])][(r["topic"], r["partition"])] = r["who"]
+        h.names[r["who"]] = r["subject"] or r["who"]
     for r in view_rows:
-        subs[(r["run"], r["generation"])][r["subject_member_id"]] = tuple(r["topics"] or ())
-    out = []
+        h.subs[(r["run"], r["generation"])][r["subject_member_id"]] = tuple(r["topics"] or ())
+    return h
+
+
+def _comparable_pairs(h: _StickyHistory) -> Iterator[tuple[str, int, int]]:
+    """(run, g1, g2) of each pair of consecutive complete generations of a sticky assignor that L4 compares:
+    every member subscribed to the same topics in both, and every generation between them has the second's
+    members (one join or leave, then its follow-up rounds; across several membership changes, moves can be
+    needed)."""
     runs: dict[str, list[int]] = defaultdict(list)
-    for run, gen in owners:
+    for run, gen in h.owners:
         runs[run].append(gen)
     for run, gens in runs.items():
         gens.sort()
         for g1, g2 in zip(gens, gens[1:]):
-            s1, s2 = subs[(run, g1)], subs[(run, g2)]
+            s1, s2 = h.subs[(run, g1)], h.subs[(run, g2)]
             if len(set(s1.values()) | set(s2.values())) != 1:
                 continue
-            if any(members_at.get((run, h)) != members_at[(run, g2)] for h in range(g1 + 1, g2)):
+            if any(h.members_at.get((run, x)) != h.members_at[(run, g2)] for x in range(g1 + 1, g2)):
                 continue
-            o1, o2 = owners[(run, g1)], owners[(run, g2)]
-            survivors = [m for m in s2 if m in s1]
-            takings = {tp: (m, taken_in(run, g1, g2, m, tp)) for tp, m in o1.items() if m in survivors and o2.get(tp) != m}
-            takings = {tp: mh for tp, mh in takings.items() if mh[1]}
-            moved = sorted(takings)
-            prev_counts: dict[str, int] = defaultdict(int)
-            for tp, m in o1.items():
-                if tp in o2:
-                    prev_counts[m] += 1
-            needed = min_moves(prev_counts, survivors, len(o2), len(s2))
-            if len(moved) > needed:
-                gens_taking = sorted({h for _, hs in takings.values() for h in hs})
-                took = takers(leader_of, run, gens_taking)
-                taker_names = sorted({n for n, _ in took if n})
-                # The moves beyond the needed ones are explained by claims told without a generation when
-                # the other moves alone are no more than needed (seen: franz-go left the claims of kafka-python
-                # unread and also made the one move a member above its quota owed: 3 moves where 2 do).
-                bare_moves = [tp for tp, (m, hs) in takings.items()
-                              if all((run, h, m, tp) in without_generation for h in hs)]
-                bare_only = bool(bare_moves) and len(moved) - len(bare_moves) <= needed
-                # The culprit is the leader that planned the moves (one leader for every taking generation);
-                # the harmed are the members that lost a partition they could keep. Several leaders, or one
-                # unknown: the culprit is not known and every member that stayed is implicated.
-                culprit = taker_names[0] if len(taker_names) == 1 and all(n for n, _ in took) else None
-                # Beside a needed move, only the members whose generationless claims were moved were harmed.
-                losers = sorted({names.get(takings[tp][0], takings[tp][0])
-                                 for tp in (bare_moves if bare_only else moved)})
-                out.append(violation("L4", run, f"generation {g1} -> {g2} moved {len(moved)} partitions away from "
-                                     f"members that stayed, {needed} would do: {fmt_tps(moved)} (taken by "
-                                     f"{', '.join(taker_names) or 'an unknown leader'} in generation(s) "
-                                     f"{', '.join(map(str, gens_taking))}"
-                                     + (f"; taken from {', '.join(losers)})" if culprit else
-                                        "; culprit unknown: no single known leader planned them)"),
-                                     members=losers if culprit else [names.get(m, m) for m in survivors] + taker_names,
-                                     culprit=culprit, harmed=losers if culprit else None,
-                                     generation=g2, partitions=[list(tp) for tp in moved],
-                                     evidence={"moved": len(moved), "needed": needed, "from_generation": g1,
-                                               "taken_in": gens_taking,
-                                               "taken_by": taken_by(took),
-                                               "declared_without_generation": bare_only}))
-    return out
+            yield run, g1, g2
+
+
+def _excess_moves(h: _StickyHistory, run: str, g1: int, g2: int) -> list[dict]:
+    """The finding of generations ``g1`` -> ``g2`` when more partitions moved away from members that stayed
+    than :func:`min_moves` needs (else none): a survivor's partition counts as moved only if a leader in
+    between took it (:meth:`_StickyHistory.taken_in`)."""
+    s1, s2 = h.subs[(run, g1)], h.subs[(run, g2)]
+    o1, o2 = h.owners[(run, g1)], h.owners[(run, g2)]
+    survivors = [m for m in s2 if m in s1]
+    takings = {tp: (m, h.taken_in(run, g1, g2, m, tp)) for tp, m in o1.items() if m in survivors and o2.get(tp) != m}
+    takings = {tp: mh for tp, mh in takings.items() if mh[1]}
+    prev_counts: dict[str, int] = defaultdict(int)
+    for tp, m in o1.items():
+        if tp in o2:
+            prev_counts[m] += 1
+    needed = min_moves(prev_counts, survivors, len(o2), len(s2))
+    if len(takings) <= needed:
+        return []
+    return [_moved_too_many(h, run, g1, g2, survivors, takings, needed)]
+
+
+def _moved_too_many(h: _StickyHistory, run: str, g1: int, g2: int, survivors: list[str],
+                    takings: dict[tuple, tuple[str, list[int]]], needed: int) -> dict:
+    """L4's violation: ``takings`` maps each moved partition to (the survivor it was taken from, the
+    generations that took it); it names the leaders that took them and whether the moves beyond those
+    needed are all of claims told without a generation (``declared_without_generation``)."""
+    moved = sorted(takings)
+    gens_taking = sorted({x for _, hs in takings.values() for x in hs})
+    took = takers(h.leader_of, run, gens_taking)
+    taker_names = sorted({n for n, _ in took if n})
+    # The moves beyond the needed ones are explained by claims told without a generation when
+    # the other moves alone are no more than needed (seen: franz-go left the claims of kafka-python
+    # unread and also made the one move a member above its quota owed: 3 moves where 2 do).
+    bare_moves = [tp for tp, (m, hs) in takings.items() if all((run, x, m, tp) in h.without_generation for x in hs)]
+    bare_only = bool(bare_moves) and len(moved) - len(bare_moves) <= needed
+    # The culprit is the leader that planned the moves (one leader for every taking generation);
+    # the harmed are the members that lost a partition they could keep. Several leaders, or one
+    # unknown: the culprit is not known and every member that stayed is implicated.
+    culprit = taker_names[0] if len(taker_names) == 1 and all(n for n, _ in took) else None
+    # Beside a needed move, only the members whose generationless claims were moved were harmed.
+    losers = sorted({h.names.get(takings[tp][0], takings[tp][0]) for tp in (bare_moves if bare_only else moved)})
+    return violation("L4", run, f"generation {g1} -> {g2} moved {len(moved)} partitions away from "
+                     f"members that stayed, {needed} would do: {fmt_tps(moved)} (taken by "
+                     f"{', '.join(taker_names) or 'an unknown leader'} in generation(s) "
+                     f"{', '.join(map(str, gens_taking))}"
+                     + (f"; taken from {', '.join(losers)})" if culprit else
+                        "; culprit unknown: no single known leader planned them)"),
+                     members=losers if culprit else [h.names.get(m, m) for m in survivors] + taker_names,
+                     culprit=culprit, harmed=losers if culprit else None,
+                     generation=g2, partitions=[list(tp) for tp in moved],
+                     evidence={"moved": len(moved), "needed": needed, "from_generation": g1,
+                               "taken_in": gens_taking,
+                               "taken_by": taken_by(took),
+                               "declared_without_generation": bare_only})
 
 
 def check_l5(t: Tables) -> list[dict]:
