@@ -44,7 +44,7 @@ Allowed anomalies, each with its reason:
 
 from __future__ import annotations
 
-from pyspark.sql import Window
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from conformance.cluster.supervisor import describe_exit
@@ -332,7 +332,20 @@ def observation(t: Tables):
 
 
 def check_v1(t: Tables) -> list[dict]:
+    """V1's story: over each run's window of observation (:func:`observation`), the partitions without an
+    owner at its end, else how long the group took to converge after the last fault; every incarnation
+    that crashed, hung or reported a fatal error (allowed under V1/migration-refused when the broker
+    refused its join across protocols and never admitted it); and every ``await`` that timed out."""
     base = observation(t)
+    per_run, crashed, timed_out = t.collect_many(_ownership_at_end(t, base), _crashes(t), _timed_out_awaits(t))
+    return _await_findings(timed_out) + _ownership_findings(per_run) + _crash_findings(crashed)
+
+
+def _ownership_at_end(t: Tables, base: DataFrame) -> DataFrame:
+    """Per run, :func:`observation`'s columns with ``unowned``, the partitions no member owns at the end of
+    observation (topic, partition, given_to: the first member, by name, whose last successful SyncGroup
+    response by then assigned it; null if none), and ``converged_ts``, when the last owner at the end of
+    observation took its partition."""
     held = (t.partitions.join(base.select("run", "eval_ts", "since"), "run")
             .join(t.ownership.select("run", "topic", "partition", "member", "start_ts", "end_ts"),
                   ["run", "topic", "partition"], "left")
@@ -347,12 +360,18 @@ def check_v1(t: Tables) -> list[dict]:
                 .groupBy("run", "member").agg(F.max_by("partitions", "ts").alias("last")))
     last_given = (received.select("run", "member", F.explode("last").alias("tp")).select("run", "member", "tp.*")
                   .groupBy("run", "topic", "partition").agg(F.min("member").alias("given_to")))
-    per_run = (every.join(last_given, ["run", "topic", "partition"], "left").groupBy("run")
-               .agg(F.collect_list(F.when(F.coalesce("owners", F.lit(0)) == 0, F.struct("topic", "partition", "given_to")))
-                    .alias("unowned"),
-                    F.max("owned_since").alias("converged_ts"))
-               .join(base, "run"))
-    # Crashes and hangs: an incarnation that ended without `stopped` and without a nemesis kill.
+    return (every.join(last_given, ["run", "topic", "partition"], "left").groupBy("run")
+            .agg(F.collect_list(F.when(F.coalesce("owners", F.lit(0)) == 0, F.struct("topic", "partition", "given_to")))
+                 .alias("unowned"),
+                 F.max("owned_since").alias("converged_ts"))
+            .join(base, "run"))
+
+
+def _crashes(t: Tables) -> DataFrame:
+    """Crashes and hangs: each incarnation (``t.incarnations``' columns, with the run's ``complete``) that
+    ended without ``stopped`` and without a nemesis kill, or reported a fatal error, with ``last_error``
+    (its history's last error event), ``exit_code`` (its process's, when the runner saw it exit on its
+    own) and ``refusal``/``was_admitted`` (:func:`_join_refusals`)."""
     last_error = (t.events_inc.where(F.col("event") == "error")
                   .withColumn("k", F.row_number().over(Window.partitionBy("run", "file", "incarnation").orderBy(F.col("line").desc())))
                   .where(F.col("k") == 1).select("run", "file", "incarnation", F.col("error").alias("last_error")))
@@ -369,8 +388,14 @@ def check_v1(t: Tables) -> list[dict]:
                                        & (F.col("c.member") == F.col("x.member"))
                                        & (F.col("x.x_ts") >= F.col("c.last_ts")), "left")
                .groupBy(*[F.col(f"c.{c}") for c in crashed.columns]).agg(F.min_by("x.code", "x.x_ts").alias("exit_code")))
-    # V1/migration-refused: the incarnation's join was refused across protocols (a consumer-protocol join
-    # meeting a classic group, or a classic JoinGroup meeting a consumer group) and it was never admitted.
+    return crashed.join(_join_refusals(t, crashed), ["run", "file", "incarnation"], "left")
+
+
+def _join_refusals(t: Tables, crashed: DataFrame) -> DataFrame:
+    """(run, file, incarnation, refusal, was_admitted) of each incarnation of ``crashed``: ``refusal``, the
+    first answer to its join refused across protocols (a consumer-protocol join meeting a classic group, or a
+    classic JoinGroup meeting a consumer group: a_line, error_message, joined, error_name), and whether any
+    answer admitted it (rule V1/migration-refused)."""
     answers = (join_answers(t).select("run", "member", F.col("ts").alias("a_ts"), F.col("line").alias("a_line"),
                                       "admitted", "refused", "error_message",
                                       F.lit("consumer-protocol join").alias("joined"),
@@ -381,30 +406,42 @@ def check_v1(t: Tables) -> list[dict]:
                    F.lit("INCONSISTENT_GROUP_PROTOCOL").alias("error_name"))))
     # An answer belongs to the incarnation from its start to the next one's: the tap stamps a frame after the
     # member may have read it (seen: the reference's fatal error and stop 1 ms before the tap's response).
-    refusals = (crashed.select("run", "member", "file", "incarnation", "start_ts", "next_start_ts")
-                .join(answers, ["run", "member"])
-                .where((F.col("a_ts") >= F.col("start_ts"))
-                       & (F.col("next_start_ts").isNull() | (F.col("a_ts") < F.col("next_start_ts"))))
-                .groupBy("run", "file", "incarnation")
-                .agg(F.min_by(F.when(F.col("refused"), F.struct("a_line", "error_message", "joined", "error_name")),
-                              F.when(F.col("refused"), F.col("a_ts"))).alias("refusal"),
-                     F.max(F.col("admitted").cast("int")).alias("was_admitted")))
-    crashed = crashed.join(refusals, ["run", "file", "incarnation"], "left")
+    return (crashed.select("run", "member", "file", "incarnation", "start_ts", "next_start_ts")
+            .join(answers, ["run", "member"])
+            .where((F.col("a_ts") >= F.col("start_ts"))
+                   & (F.col("next_start_ts").isNull() | (F.col("a_ts") < F.col("next_start_ts"))))
+            .groupBy("run", "file", "incarnation")
+            .agg(F.min_by(F.when(F.col("refused"), F.struct("a_line", "error_message", "joined", "error_name")),
+                          F.when(F.col("refused"), F.col("a_ts"))).alias("refusal"),
+                 F.max(F.col("admitted").cast("int")).alias("was_admitted")))
+
+
+def _timed_out_awaits(t: Tables) -> DataFrame:
+    """The awaits of complete runs that timed out (the manifest's ``await_timeouts``: run, ts, await,
+    timeout_ms, phase, state) with ``named``, the members the runner's observed state names (e.g.
+    "owned twice: ... [m0, m1]")."""
     timed_out = (t.cells.where(F.col("complete")).select("run", F.explode("await_timeouts").alias("a"))
                  .select("run", "a.*"))
-    # Implicated: the members the runner's observed state names (e.g. "owned twice: ... [m0, m1]").
     named = (timed_out.join(t.members.select("run", "member"), "run")
              .where(F.instr(F.col("state"), F.col("member")) > 0)
              .groupBy("run", "ts", "await").agg(F.collect_set("member").alias("named")))
-    timed_out = timed_out.join(named, ["run", "ts", "await"], "left")
-    per_run, crashed, timed_out = t.collect_many(per_run, crashed, timed_out)
+    return timed_out.join(named, ["run", "ts", "await"], "left")
+
+
+def _await_findings(timed_out: list) -> list[dict]:
+    """V1's finding of each ``await`` that timed out, with the state the runner saw."""
+    return [violation("V1", r["run"], f"await {r['await']} timed out after {r['timeout_ms'] / 1000:.0f} s"
+                      + (f" in phase {r['phase']}" if r["phase"] else "") + f": {r['state'] or 'no state seen'}",
+                      members=list(r["named"] or []), ts=r["ts"],
+                      evidence={"await": r["await"], "timeout_ms": r["timeout_ms"],
+                                "phase": r["phase"], "state": r["state"]})
+            for r in timed_out]
+
+
+def _ownership_findings(per_run: list) -> list[dict]:
+    """V1's finding of each run with partitions without an owner at the end of observation (not judged in a
+    run cut less than a convergence bound after the last fault), else of one that converged too slowly."""
     out = []
-    for r in timed_out:
-        out.append(violation("V1", r["run"], f"await {r['await']} timed out after {r['timeout_ms'] / 1000:.0f} s"
-                             + (f" in phase {r['phase']}" if r["phase"] else "") + f": {r['state'] or 'no state seen'}",
-                             members=list(r["named"] or []), ts=r["ts"],
-                             evidence={"await": r["await"], "timeout_ms": r["timeout_ms"],
-                                                   "phase": r["phase"], "state": r["state"]}))
     for r in per_run:
         cut_early = not r["complete"] and (r["since"] is None or r["eval_ts"] - r["since"] < r["convergence_ms"])
         if r["unowned"] and not cut_early:
@@ -423,6 +460,13 @@ def check_v1(t: Tables) -> list[dict]:
                 out.append(violation("V1", r["run"], f"the group took {took:.0f} ms to converge after the last fault; "
                                      f"the bound is {r['convergence_ms']:.0f} ms", ts=r["converged_ts"],
                                      evidence={"convergence_ms": took, "bound_ms": r["convergence_ms"]}))
+    return out
+
+
+def _crash_findings(crashed: list) -> list[dict]:
+    """V1's finding of each crashed, hung or fatally failed incarnation, allowed under rule
+    V1/migration-refused when the broker refused its join across protocols and never admitted it."""
+    out = []
     for r in crashed:
         what = "reported a fatal error" if r["had_fatal"] else (
             "crashed (restarted without stopping)" if r["next_start_ts"] is not None else "never stopped (crashed or hung)")

@@ -36,6 +36,7 @@ Allowed anomalies:
 
 from __future__ import annotations
 
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from conformance import config
@@ -193,10 +194,43 @@ def _same_declarations(rows) -> dict[tuple, list]:
     return groups
 
 
+#: A declaration's identity: one partition declared in one JoinGroup request (its wire line).
+_KEY = ["run", "member", "line", "topic", "partition"]
+#: The columns of a declaration (or an undeclared ownership) that E5's findings read.
+_COLS = ["run", "member", "line", "ts", "topic", "partition"]
+
+
 def check_e5(t: Tables) -> list[dict]:
+    """E5's story: each cooperative member's JoinGroup declarations are judged against the wire (its last
+    assignment received: stale claims) and, for what the wire did not already name, against its history
+    (owned then or not: stale or missing declarations, with the rules E5/clock-slack, E5/not-yet-applied
+    and E5/closing); a v0 subscription offered for a cooperative assignor is flagged as well."""
     coop_members = _coop_members(t)
-    # Each read more than once below: built once.
-    req = t.shared("e5-requests", lambda: t.subscriptions.where(
+    req = _e5_requests(t, coop_members)
+    declared = _e5_declared(t, req)
+    last = t.shared("e5-last-assignments", lambda: _last_assignments(t, req))
+    claims = t.shared("e5-stale-claims", lambda: _stale_claims(declared, last))
+    applied = _applied_generations(t)
+    exactly, possibly = _history_owned(t, declared)
+    unclaimed = declared.join(claims.select(*_KEY), _KEY, "left_anti")   # what the wire check did not already name
+    history_stale = unclaimed.join(possibly, _KEY, "left_anti")
+    # Rule E5/not-yet-applied: the claim is the last assignment received, which the history has not caught up with.
+    pending = t.shared("e5-not-yet-applied", lambda: _not_yet_applied(t, history_stale, last, applied))
+    stale = _why_stale(t, history_stale.join(pending.select(*_KEY), _KEY, "left_anti"))
+    slack = unclaimed.join(possibly, _KEY).join(exactly, _KEY, "left_anti")
+    missing, slack_missing = _undeclared(t, req, declared)
+    rows, claim_rows, v0_rows, pending_rows, stop_rows = t.collect_many(
+        _history_rows(stale, missing, slack, slack_missing), _claim_rows(claims, applied), _v0_offers(t, coop_members),
+        _pending_rows(pending), _stop_requests(t))
+    lifecycle = _lifecycles(stop_rows)
+    return (_stale_claim_findings(claim_rows) + _slack_findings(rows) + _not_yet_applied_findings(pending_rows)
+            + _history_findings(rows, lifecycle) + _v0_findings(v0_rows))
+
+
+def _e5_requests(t: Tables, coop_members: DataFrame) -> DataFrame:
+    """(run, member, line, ts, owned, heartbeat_ms, join_member_id): the JoinGroup requests (v1 and later,
+    decoded) of cooperative members offering a cooperative assignor, one per wire line. Built once."""
+    return t.shared("e5-requests", lambda: t.subscriptions.where(
         (F.col("source") == "request") & F.col("decode_error").isNull() & (F.col("version") >= 1)
         & F.col("protocol_name").isin(*config.COOPERATIVE_ASSIGNORS))
         .join(coop_members, ["run", "member"])
@@ -204,96 +238,143 @@ def check_e5(t: Tables) -> list[dict]:
         .dropDuplicates(["run", "member", "line"])
         .select("run", "member", "line", "ts", "owned", "heartbeat_ms",
                 F.col("subject_member_id").alias("join_member_id")))
-    own = t.ownership.select("run", "member", "topic", "partition", F.col("start_ts").alias("o_start"),
-                             F.col("end_ts").alias("o_end"))
-    declared = t.shared("e5-declared", lambda: req.select(
+
+
+def _e5_declared(t: Tables, req: DataFrame) -> DataFrame:
+    """(run, member, line, ts, heartbeat_ms, join_member_id, topic, partition): one row per partition a
+    request of :func:`_e5_requests` declared owned. Built once."""
+    return t.shared("e5-declared", lambda: req.select(
         "run", "member", "line", "ts", "heartbeat_ms", "join_member_id", F.explode("owned").alias("tp")).select(
         "run", "member", "line", "ts", "heartbeat_ms", "join_member_id", "tp.topic", "tp.partition"))
-    key = ["run", "member", "line", "topic", "partition"]
-    last = t.shared("e5-last-assignments", lambda: _last_assignments(t, req))
-    claims = t.shared("e5-stale-claims", lambda: _stale_claims(declared, last))
-    applied = (t.events.where(F.col("generation").isNotNull()).select("run", "member", F.col("generation")
-                                                                      .alias("sync_generation"))
-               .distinct().withColumn("applied", F.lit(True)))
-    # History comparisons. Rule E5/clock-slack is one-sided: the history may lag the wire (a harness
-    # records an assignment or a revoke in the callback, after the client acted), never lead it: a
-    # declaration is excused only by an assignment the history records up to a heartbeat after the
-    # JoinGroup, never by an ownership the history ended before it.
+
+
+def _ownership_spans(t: Tables) -> DataFrame:
+    """(run, member, topic, partition, o_start, o_end): every ownership span of the histories."""
+    return t.ownership.select("run", "member", "topic", "partition", F.col("start_ts").alias("o_start"),
+                              F.col("end_ts").alias("o_end"))
+
+
+def _applied_generations(t: Tables) -> DataFrame:
+    """(run, member, sync_generation, applied=True): the generations a member's history has an event of."""
+    return (t.events.where(F.col("generation").isNotNull()).select("run", "member", F.col("generation")
+                                                                   .alias("sync_generation"))
+            .distinct().withColumn("applied", F.lit(True)))
+
+
+def _history_owned(t: Tables, declared: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(exactly, possibly), each of _KEY columns: the declarations the history owned at the JoinGroup, and
+    those it owned then or assigned up to a heartbeat after it (rule E5/clock-slack). The rule is one-sided:
+    the history may lag the wire (a harness records an assignment or a revoke in the callback, after the
+    client acted), never lead it: a declaration is excused only by an assignment the history records up to
+    a heartbeat after the JoinGroup, never by an ownership the history ended before it."""
+    own = _ownership_spans(t)
     gave_up = (declared.join(own, ["run", "member", "topic", "partition"])
                .where((F.col("o_end") < F.col("ts")) & (F.col("o_end") >= F.col("ts") - F.col("heartbeat_ms")))
-               .select(*key).distinct())
+               .select(*_KEY).distinct())
     exactly = (declared.join(own, ["run", "member", "topic", "partition"])
-               .where((F.col("o_start") <= F.col("ts")) & (F.col("o_end") >= F.col("ts"))).select(*key).distinct())
+               .where((F.col("o_start") <= F.col("ts")) & (F.col("o_end") >= F.col("ts"))).select(*_KEY).distinct())
     lagging = (declared.join(own, ["run", "member", "topic", "partition"])
                .where((F.col("o_start") > F.col("ts")) & (F.col("o_start") <= F.col("ts") + F.col("heartbeat_ms")))
-               .select(*key).distinct().join(gave_up, key, "left_anti"))
-    possibly = exactly.unionByName(lagging).distinct()
-    unclaimed = declared.join(claims.select(*key), key, "left_anti")   # what the wire check did not already name
-    history_stale = unclaimed.join(possibly, key, "left_anti")
-    # Rule E5/not-yet-applied: the claim is the last assignment received, which the history has not caught up with.
-    pending = t.shared("e5-not-yet-applied", lambda: _not_yet_applied(t, history_stale, last, applied))
-    stale = history_stale.join(pending.select(*key), key, "left_anti")
-    # How the history ended the member's last ownership of each stale declaration before the JoinGroup.
+               .select(*_KEY).distinct().join(gave_up, _KEY, "left_anti"))
+    return exactly, exactly.unionByName(lagging).distinct()
+
+
+def _why_stale(t: Tables, stale: DataFrame) -> DataFrame:
+    """``stale``'s rows with ``ended``, how the history ended the member's last ownership of the partition
+    before the JoinGroup (null: never), and ``rivals``, whom the declaration harms: the other members
+    whose history owns the partition at the JoinGroup (null: none)."""
     ended = (stale.join(t.ownership.select("run", "member", "topic", "partition", F.col("end_ts").alias("o_end"),
                                            "end_reason"), ["run", "member", "topic", "partition"])
              .where(F.col("o_end") <= F.col("ts"))
-             .groupBy(*key).agg(F.max_by("end_reason", "o_end").alias("ended")))
-    # Whom a stale declaration harms: the other members whose history owns the partition at the JoinGroup.
+             .groupBy(*_KEY).agg(F.max_by("end_reason", "o_end").alias("ended")))
     rivals = (stale.join(t.ownership.select("run", F.col("member").alias("rival"), "topic", "partition",
                                             F.col("start_ts").alias("r_start"), F.col("end_ts").alias("r_end")),
                          ["run", "topic", "partition"])
               .where((F.col("rival") != F.col("member")) & (F.col("r_start") <= F.col("ts"))
                      & (F.col("r_end") >= F.col("ts")))
-              .groupBy(*key).agg(F.collect_set("rival").alias("rivals")))
-    stale = stale.join(ended, key, "left").join(rivals, key, "left")
-    slack = unclaimed.join(possibly, key).join(exactly, key, "left_anti")
-    # Owned by the history at the JoinGroup but not declared: excused (visibly, E5/clock-slack) only
-    # when the history ends that ownership up to a heartbeat after the JoinGroup (it lags the revoke).
-    held = (req.join(own, ["run", "member"])
+              .groupBy(*_KEY).agg(F.collect_set("rival").alias("rivals")))
+    return stale.join(ended, _KEY, "left").join(rivals, _KEY, "left")
+
+
+def _undeclared(t: Tables, req: DataFrame, declared: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(missing, slack_missing), each of _COLS columns: the partitions the history owns at a JoinGroup that
+    it did not declare; excused (visibly, E5/clock-slack: ``slack_missing``) only when the history ends that
+    ownership up to a heartbeat after the JoinGroup (it lags the revoke)."""
+    held = (req.join(_ownership_spans(t), ["run", "member"])
             .where((F.col("o_start") <= F.col("ts")) & (F.col("o_end") >= F.col("ts")))
             .select("run", "member", "line", "ts", "topic", "partition",
                     (F.col("o_end") <= F.col("ts") + F.col("heartbeat_ms")).alias("ending")))
-    undeclared = held.join(declared.select(*key), key, "left_anti")
-    missing = undeclared.where(~F.col("ending")).drop("ending")
-    slack_missing = undeclared.where(F.col("ending")).drop("ending")
-    v0 = (t.subscriptions.where((F.col("source") == "request") & F.col("decode_error").isNull() & (F.col("version") == 0)
-                                & F.col("protocol_name").isin(*config.COOPERATIVE_ASSIGNORS))
-          .join(coop_members, ["run", "member"]).groupBy("run", "member", "protocol_name")
-          .agg(F.min("ts").alias("ts"), F.min("line").alias("line"), F.count("*").alias("frames")))
-    cols = ["run", "member", "line", "ts", "topic", "partition"]
-    # When the runner asked each member to stop (rule E5/closing): its graceful-stop lines and its starts.
-    stops = t.nemesis.where((F.col("phase") == "invoke")
-                            & F.col("fault").isin(*faults.GRACEFUL_STOP_LINES, "start")).select(
+    undeclared = held.join(declared.select(*_KEY), _KEY, "left_anti")
+    return undeclared.where(~F.col("ending")).drop("ending"), undeclared.where(F.col("ending")).drop("ending")
+
+
+def _v0_offers(t: Tables, coop_members: DataFrame) -> DataFrame:
+    """(run, member, protocol_name, ts, line, frames): cooperative members' v0 subscriptions offered for a
+    cooperative assignor, the first of each per member and protocol."""
+    return (t.subscriptions.where((F.col("source") == "request") & F.col("decode_error").isNull()
+                                  & (F.col("version") == 0) & F.col("protocol_name").isin(*config.COOPERATIVE_ASSIGNORS))
+            .join(coop_members, ["run", "member"]).groupBy("run", "member", "protocol_name")
+            .agg(F.min("ts").alias("ts"), F.min("line").alias("line"), F.count("*").alias("frames")))
+
+
+def _stop_requests(t: Tables) -> DataFrame:
+    """(run, member, fault, ts): when the runner asked each member to stop (rule E5/closing): its
+    graceful-stop lines and its starts."""
+    return t.nemesis.where((F.col("phase") == "invoke")
+                           & F.col("fault").isin(*faults.GRACEFUL_STOP_LINES, "start")).select(
         "run", F.col("target").alias("member"), "fault", "ts")
-    rows, claim_rows, v0_rows, pending_rows, stop_rows = t.collect_many(
-        stale.select(*cols, F.lit("stale").alias("kind"), F.coalesce("ended", F.lit("never")).alias("ended"),
-                     F.coalesce("rivals", F.array().cast("array<string>")).alias("rivals"))
-        .unionByName(missing.select(*cols, F.lit("missing").alias("kind"), F.lit(None).cast("string").alias("ended"),
-                                    F.array().cast("array<string>").alias("rivals")))
-        .unionByName(slack.select(*cols, F.lit("slack").alias("kind"), F.lit(None).cast("string").alias("ended"),
-                                  F.array().cast("array<string>").alias("rivals")))
-        .unionByName(slack_missing.select(*cols, F.lit("slack-missing").alias("kind"),
-                                          F.lit(None).cast("string").alias("ended"),
-                                          F.array().cast("array<string>").alias("rivals")))
-        .groupBy("run", "member", "line", "ts", "kind")
-        .agg(F.collect_list(F.struct("topic", "partition")).alias("tps"),
-             F.array_sort(F.collect_set("ended")).alias("ended"),
-             F.array_sort(F.array_distinct(F.flatten(F.collect_list("rivals")))).alias("rivals")),
-        claims.groupBy("run", "member", "line", "ts", "sync_line", "sync_ts", "sync_generation")
-        .agg(F.collect_list(F.struct("topic", "partition")).alias("tps"))
-        .join(applied, ["run", "member", "sync_generation"], "left"),
-        v0,
-        pending.groupBy("run", "member", "line", "ts", "sync_line", "sync_ts", "sync_generation")
-        .agg(F.collect_list(F.struct("topic", "partition")).alias("tps")),
-        stops)
+
+
+def _history_rows(stale: DataFrame, missing: DataFrame, slack: DataFrame, slack_missing: DataFrame) -> DataFrame:
+    """(run, member, line, ts, kind, tps, ended, rivals): the history-based findings per JoinGroup and
+    ``kind`` (stale, missing, slack, slack-missing), their partitions, the sorted ways the history ended
+    them and the sorted rivals."""
+    no_rivals = F.array().cast("array<string>")
+    return (stale.select(*_COLS, F.lit("stale").alias("kind"), F.coalesce("ended", F.lit("never")).alias("ended"),
+                         F.coalesce("rivals", no_rivals).alias("rivals"))
+            .unionByName(missing.select(*_COLS, F.lit("missing").alias("kind"),
+                                        F.lit(None).cast("string").alias("ended"), no_rivals.alias("rivals")))
+            .unionByName(slack.select(*_COLS, F.lit("slack").alias("kind"), F.lit(None).cast("string").alias("ended"),
+                                      no_rivals.alias("rivals")))
+            .unionByName(slack_missing.select(*_COLS, F.lit("slack-missing").alias("kind"),
+                                              F.lit(None).cast("string").alias("ended"), no_rivals.alias("rivals")))
+            .groupBy("run", "member", "line", "ts", "kind")
+            .agg(F.collect_list(F.struct("topic", "partition")).alias("tps"),
+                 F.array_sort(F.collect_set("ended")).alias("ended"),
+                 F.array_sort(F.array_distinct(F.flatten(F.collect_list("rivals")))).alias("rivals")))
+
+
+def _claim_rows(claims: DataFrame, applied: DataFrame) -> DataFrame:
+    """(run, member, sync_generation, line, ts, sync_line, sync_ts, tps, applied): the stale claims per
+    JoinGroup, with whether the member's history has an event of its last assignment's generation."""
+    return (claims.groupBy("run", "member", "line", "ts", "sync_line", "sync_ts", "sync_generation")
+            .agg(F.collect_list(F.struct("topic", "partition")).alias("tps"))
+            .join(applied, ["run", "member", "sync_generation"], "left"))
+
+
+def _pending_rows(pending: DataFrame) -> DataFrame:
+    """(run, member, line, ts, sync_line, sync_ts, sync_generation, tps): the declarations rule
+    E5/not-yet-applied allows, per JoinGroup."""
+    return (pending.groupBy("run", "member", "line", "ts", "sync_line", "sync_ts", "sync_generation")
+            .agg(F.collect_list(F.struct("topic", "partition")).alias("tps")))
+
+
+def _lifecycles(stop_rows: list) -> dict[tuple, list]:
+    """(run, member) -> the runner's stops and starts of the member, (ts, fault) in time order."""
     lifecycle: dict[tuple, list] = {}
     for r in sorted(stop_rows, key=lambda r: r["ts"]):
         lifecycle.setdefault((r["run"], r["member"]), []).append((r["ts"], r["fault"]))
+    return lifecycle
 
-    def closing(run: str, member: str, ts: float) -> bool:
-        """The runner had asked ``member`` to stop before ``ts`` (a graceful stop, no start since)."""
-        before = [f for at, f in lifecycle.get((run, member), []) if at <= ts]
-        return bool(before) and before[-1] in faults.GRACEFUL_STOP_LINES
+
+def _closing(lifecycle: dict[tuple, list], run: str, member: str, ts: float) -> bool:
+    """The runner had asked ``member`` to stop before ``ts`` (a graceful stop, no start since)."""
+    before = [f for at, f in lifecycle.get((run, member), []) if at <= ts]
+    return bool(before) and before[-1] in faults.GRACEFUL_STOP_LINES
+
+
+def _stale_claim_findings(claim_rows: list) -> list[dict]:
+    """E5's wire findings: a stale claim per JoinGroup, with whether the member ever applied its last assignment."""
     out = []
     for r in claim_rows:
         parts = tps(r["tps"])
@@ -312,6 +393,12 @@ def check_e5(t: Tables) -> list[dict]:
         out.append(violation("E5", r["run"], f"{r['member']} declared {fmt_tps(parts)} owned in JoinGroup (wire line "
                              f"{r['line']}), but {since}: a stale claim", members=[r["member"]], culprit=r["member"],
                              partitions=parts, ts=r["ts"], evidence=evidence))
+    return out
+
+
+def _slack_findings(rows: list) -> list[dict]:
+    """The allowed findings of rule E5/clock-slack: declarations or omissions within a heartbeat of the history."""
+    out = []
     for r in (r for r in rows if r["kind"] in ("slack", "slack-missing")):
         parts = tps(r["tps"])
         what = ("declared owned {} in JoinGroup (wire line {}) up to a heartbeat before its history recorded "
@@ -321,6 +408,12 @@ def check_e5(t: Tables) -> list[dict]:
         out.append(violation("E5", r["run"], f"{r['member']} " + what.format(fmt_tps(parts), r["line"]),
                              members=[r["member"]], partitions=parts, ts=r["ts"],
                              evidence={"wire_line": r["line"], "kind": r["kind"]}, allowed_by="E5/clock-slack"))
+    return out
+
+
+def _not_yet_applied_findings(pending_rows: list) -> list[dict]:
+    """The allowed findings of rule E5/not-yet-applied, one per JoinGroup."""
+    out = []
     for r in pending_rows:
         parts = tps(r["tps"])
         out.append(violation(
@@ -331,6 +424,14 @@ def check_e5(t: Tables) -> list[dict]:
             ts=r["ts"], allowed_by="E5/not-yet-applied",
             evidence={"wire_line": r["line"], "kind": "not-yet-applied", "assignment_wire_line": r["sync_line"],
                       "assignment_generation": r["sync_generation"], "assignment_applied": False}))
+    return out
+
+
+def _history_findings(rows: list, lifecycle: dict[tuple, list]) -> list[dict]:
+    """E5's history findings: one per repeated stale or missing declaration (:func:`_same_declarations`),
+    allowed under rule E5/closing when every JoinGroup of a stale one came after the runner asked the
+    member to stop and the history ended its ownership."""
+    out = []
     for (run, member, kind, parts), joins in _same_declarations([r for r in rows if not r["kind"].startswith("slack")]).items():
         lines = [r["line"] for r in joins]
         where = "JoinGroup" if len(lines) == 1 else f"{len(lines)} JoinGroups (wire lines {', '.join(map(str, lines))})"
@@ -344,7 +445,7 @@ def check_e5(t: Tables) -> list[dict]:
         if rivals:
             what += f"; {', '.join(rivals)} owned them then"
         leaving = (kind == "stale" and ended and "never" not in ended
-                   and all(closing(run, member, r["ts"]) for r in joins))
+                   and all(_closing(lifecycle, run, member, r["ts"]) for r in joins))
         if leaving:
             what += ", after the runner asked it to stop: its close had released them"
         out.append(violation("E5", run, f"{member} {what}", members=[member], culprit=member, harmed=rivals,
@@ -352,9 +453,13 @@ def check_e5(t: Tables) -> list[dict]:
                              ts=joins[0]["ts"], evidence={"wire_line": lines[0], "kind": kind,
                                                           **({"history_ended": "+".join(ended)} if ended else {}),
                                                           **({"wire_lines": lines} if len(joins) > 1 else {})}))
-    for r in v0_rows:
-        out.append(violation("E5", r["run"], f"{r['member']} offered {r['protocol_name']} with a v0 subscription, which "
-                             "cannot declare owned partitions: a cooperative group cannot keep its partitions",
-                             members=[r["member"]], culprit=r["member"], ts=r["ts"],
-                             evidence={"wire_line": r["line"], "frames": r["frames"]}))
     return out
+
+
+def _v0_findings(v0_rows: list) -> list[dict]:
+    """E5's finding of each v0 subscription offered for a cooperative assignor."""
+    return [violation("E5", r["run"], f"{r['member']} offered {r['protocol_name']} with a v0 subscription, which "
+                      "cannot declare owned partitions: a cooperative group cannot keep its partitions",
+                      members=[r["member"]], culprit=r["member"], ts=r["ts"],
+                      evidence={"wire_line": r["line"], "frames": r["frames"]})
+            for r in v0_rows]

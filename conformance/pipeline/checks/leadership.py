@@ -91,7 +91,10 @@ Scope and allowed findings (each rule named in :mod:`conformance.pipeline.checks
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
 
+from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
 from conformance import config
@@ -181,21 +184,50 @@ def _clip(text: str, limit: int = 160) -> str:
 
 
 def check_l1(t: Tables) -> list[dict]:
+    """L1's story: per generation, when its leader's SyncGroup was due, what may have stopped the leader
+    from sending it (faults, its own way out, a dead member id), what it sent instead and what its
+    history said meanwhile; then one finding per anomaly of each generation (see the module docstring)."""
+    g = _l1_generations(t)
+    due = _sync_due(t, g)
+    on = ["run", "generation"]
+    rows = t.collect(g.join(_excuses(t, g, due), on, "left").join(_stray_syncs(t, g), on, "left")
+                     .join(_empty_syncs(t, g), on, "left").join(_leader_errors(t, g, due), on, "left")
+                     .join(due.select("run", "generation", "resp_ts", "due_ts"), on, "left"))
+    out: list[dict] = []
+    for r in rows:
+        out += _several_leaders(r)
+        out += _unsynced(r) if r["assigned"] is None else _unassigned(r)
+    return out
+
+
+def _l1_generations(t: Tables) -> DataFrame:
+    """Every generation (``t.generations``' columns) with its run's ``run_end_ts``, ``session_ms`` and
+    ``complete``, ``view`` (the sorted member ids of its leader view), ``assigned`` (the member ids its
+    leader's SyncGroup assigned; null when there is none) and ``bridged`` (b_ts, c_start, c_end,
+    consumers of the broker's classic bridge; null when not bridged). Built once: L1 reads it four times."""
     tm = timing(t.cells).select("run", "session_ms", "max_poll_ms", "complete")
     gens = t.generations.join(t.run_end, "run", "left").join(tm.drop("max_poll_ms"), "run", "left")
     view = generation_member_ids(t).withColumnRenamed("ids", "view")
     sync = leader_sync(t).groupBy("run", "generation").agg(F.collect_set("subject_member_id").alias("assigned"))
-    faults = t.nemesis.where(F.col("phase") == "invoke").select("run", F.col("ts").alias("f_ts"), "target", "fault")
-    # Read four times below: built once.
     bridged = bridged_generations(t).select("run", "generation", F.struct("b_ts", "c_start", "c_end", "consumers")
                                             .alias("bridged"))
-    g = t.shared("l1-generations", lambda: gens.join(view, ["run", "generation"], "left")
-                 .join(sync, ["run", "generation"], "left").join(bridged, ["run", "generation"], "left"))
-    window_end = F.coalesce("next_join_ts", "run_end_ts")
-    # When the leader's SyncGroup was due: its own JoinGroup response of the generation (the generation's
-    # first response when the leader's is not on the wire) plus the rebalance timeout, which every
-    # harness sets to the cell's max.poll.interval.ms (the coordinator waits that long for the sync).
-    # ``asked_ts``: the leader's JoinGroup request that response answered (its last one before it).
+    return t.shared("l1-generations", lambda: gens.join(view, ["run", "generation"], "left")
+                    .join(sync, ["run", "generation"], "left").join(bridged, ["run", "generation"], "left"))
+
+
+def _sync_window_end() -> Column:
+    """The end of the window in which a generation's leader may sync: the next JoinGroup, else the run's end."""
+    return F.coalesce("next_join_ts", "run_end_ts")
+
+
+def _sync_due(t: Tables, g: DataFrame) -> DataFrame:
+    """(run, generation, leader, resp_ts, asked_ts, due_ts) of each generation of :func:`_l1_generations`:
+    ``resp_ts``, the leader's own JoinGroup response of the generation (the generation's first response
+    when the leader's is not on the wire); ``asked_ts``, the leader's JoinGroup request that response
+    answered (its last one before it, else ``resp_ts``); ``due_ts``, when its SyncGroup was due: the
+    response plus the rebalance timeout, which every harness sets to the cell's max.poll.interval.ms (the
+    coordinator waits that long for the sync). Built once."""
+    tm = timing(t.cells).select("run", "session_ms", "max_poll_ms", "complete")
     joins = t.frames.where(F.col("api") == "JoinGroup").select("run", F.col("member").alias("leader"), "ts",
                                                                "direction", "generation", "error_code")
     answered = (joins.where((F.col("direction") == "response") & (F.coalesce("error_code", F.lit(0)) == 0))
@@ -204,30 +236,52 @@ def check_l1(t: Tables) -> list[dict]:
         F.col("run").alias("q_run"), F.col("leader").alias("q_leader"), F.col("ts").alias("q_ts"))
     resp = (g.select("run", "generation", "leader", "join_ts").join(answered, ["run", "leader", "generation"], "left")
             .withColumn("resp_ts", F.coalesce("l_resp_ts", "join_ts")))
-    due = t.shared("l1-sync-due", lambda: (
+    return t.shared("l1-sync-due", lambda: (
         resp.join(asked, (F.col("q_run") == F.col("run")) & (F.col("q_leader") == F.col("leader"))
                   & (F.col("q_ts") <= F.col("resp_ts")), "left")
         .groupBy("run", "generation", "leader", "resp_ts").agg(F.max("q_ts").alias("asked_ts"))
         .join(tm, "run")
         .select("run", "generation", "leader", "resp_ts", F.coalesce("asked_ts", "resp_ts").alias("asked_ts"),
                 (F.col("resp_ts") + F.col("max_poll_ms")).alias("due_ts"))))
-    # The round the leader had to sync ends when its SyncGroup was due or when the next generation
-    # formed, whichever came first: a fault or a stop after the group had moved on is not why it did
-    # not sync (seen: a Sarama 1.30 leader that could not decode a subscription, replaced by the next
-    # generation's leader, was excused by the runner's stop of it in teardown, 3 s later).
-    window = (due.join(g.select("run", "generation", "next_join_ts"), ["run", "generation"], "left")
-              .withColumn("until_ts", F.least("due_ts", "next_join_ts")))
-    # L1/fault-hit-leader: a fault that can silence the leader or the coordinator in force at some time
-    # in that round, from the leader's JoinGroup response on.
-    during = (window.join(silencing_spans(t), "run")
-              .where((F.col("f_start") <= F.col("until_ts")) & (F.col("f_end") >= F.col("resp_ts") - 1)
-                     & (F.col("target").isin("broker", "all") | (F.col("target") == F.col("leader"))))
-              .select("run", "generation", "fault", F.col("f_start").alias("f_ts"),
-                      F.lit("L1/fault-hit-leader").alias("rule")))
-    # L1/leader-stopping: the leader's own way out after the JoinGroup it was elected by and before that
-    # round ended: its LeaveGroup on the wire, the runner's stop or kill of it, or its history's end
-    # by a stop or a kill (not the run's end, nor a crash or a stop after a fatal error of its own: a leader
-    # that died of its own bug was not on its way out, V1 and L1 both judge it).
+
+
+def _excuses(t: Tables, g: DataFrame, due: DataFrame) -> DataFrame:
+    """(run, generation, faults): what may have kept each generation's leader from syncing, under the
+    rules L1/fault-hit-leader, L1/leader-stopping and L1/dead-leader-id; ``faults`` is an array of
+    (f_ts, fault, rule) sorted by time, absent for a generation no rule applies to."""
+    window = _sync_round(g, due)
+    return (_faults_hitting_leader(t, window).unionByName(_leader_stopping(t, window)).unionByName(_dead_leader_ids(t, g))
+            .groupBy("run", "generation")
+            .agg(F.sort_array(F.collect_list(F.struct("f_ts", "fault", "rule"))).alias("faults")))
+
+
+def _sync_round(g: DataFrame, due: DataFrame) -> DataFrame:
+    """:func:`_sync_due`'s rows with ``next_join_ts`` and ``until_ts``, when the round the leader had to
+    sync ended: when its SyncGroup was due or when the next generation formed, whichever came first (a
+    fault or a stop after the group had moved on is not why it did not sync; seen: a Sarama 1.30 leader
+    that could not decode a subscription, replaced by the next generation's leader, was excused by the
+    runner's stop of it in teardown, 3 s later)."""
+    return (due.join(g.select("run", "generation", "next_join_ts"), ["run", "generation"], "left")
+            .withColumn("until_ts", F.least("due_ts", "next_join_ts")))
+
+
+def _faults_hitting_leader(t: Tables, window: DataFrame) -> DataFrame:
+    """(run, generation, fault, f_ts, rule) under L1/fault-hit-leader: a fault that can silence the leader
+    or the coordinator (:func:`silencing_spans`) in force at some time in the round (:func:`_sync_round`),
+    from the leader's JoinGroup response on."""
+    return (window.join(silencing_spans(t), "run")
+            .where((F.col("f_start") <= F.col("until_ts")) & (F.col("f_end") >= F.col("resp_ts") - 1)
+                   & (F.col("target").isin("broker", "all") | (F.col("target") == F.col("leader"))))
+            .select("run", "generation", "fault", F.col("f_start").alias("f_ts"),
+                    F.lit("L1/fault-hit-leader").alias("rule")))
+
+
+def _leader_stopping(t: Tables, window: DataFrame) -> DataFrame:
+    """(run, generation, fault, f_ts, rule) under L1/leader-stopping: the leader's own way out after the
+    JoinGroup it was elected by and before the round ended (:func:`_sync_round`): its LeaveGroup on the wire, the runner's
+    stop or kill of it, or its history's end by a stop or a kill (not the run's end, nor a crash or a stop
+    after a fatal error of its own: a leader that died of its own bug was not on its way out, V1 and L1
+    both judge it)."""
     leaves = (t.frames.where((F.col("api") == "LeaveGroup") & (F.col("direction") == "request"))
               .select("run", F.col("member").alias("leader"), F.col("ts").alias("f_ts"), F.lit("LeaveGroup").alias("fault")))
     stops = (t.nemesis.where((F.col("phase") == "invoke") & F.col("fault").isin(*_STOPS))
@@ -235,137 +289,175 @@ def check_l1(t: Tables) -> list[dict]:
     exits = (t.incarnations.where(F.col("end_kind").isin("stopped", "killed") & (F.coalesce("had_fatal", F.lit(0)) == 0))
              .select("run", F.col("member").alias("leader"), F.col("end_ts").alias("f_ts"),
                      F.concat(F.lit("exit ("), F.col("end_kind"), F.lit(")")).alias("fault")))
-    stopping = (window.join(leaves.unionByName(stops).unionByName(exits), ["run", "leader"])
-                .where((F.col("f_ts") >= F.col("asked_ts")) & (F.col("f_ts") <= F.col("until_ts")))
-                .select("run", "generation", "fault", "f_ts", F.lit("L1/leader-stopping").alias("rule")))
+    return (window.join(leaves.unionByName(stops).unionByName(exits), ["run", "leader"])
+            .where((F.col("f_ts") >= F.col("asked_ts")) & (F.col("f_ts") <= F.col("until_ts")))
+            .select("run", "generation", "fault", "f_ts", F.lit("L1/leader-stopping").alias("rule")))
+
+
+def _dead_leader_ids(t: Tables, g: DataFrame) -> DataFrame:
+    """(run, generation, fault, f_ts, rule) under L1/dead-leader-id: the leader's id was last on the wire
+    before the member started again after a stop or kill of it: the id is the stopped instance's (a
+    restarted client joins under a new member id), elected while its JoinGroup was pending."""
+    faults = t.nemesis.where(F.col("phase") == "invoke").select("run", F.col("ts").alias("f_ts"), "target", "fault")
     starts = faults.where(F.col("fault") == "start").select("run", F.col("target").alias("s_target"),
                                                             F.col("f_ts").alias("s_ts"))
-    # The leader's id was last on the wire before the member started again: the id is the stopped
-    # instance's (a restarted client joins under a new member id), elected while its JoinGroup was pending.
     id_last = (t.frames.where(F.col("member_id").isNotNull()).groupBy("run", "member_id")
                .agg(F.max("ts").alias("id_last_ts")).withColumnRenamed("member_id", "leader_id"))
-    dead_id = (g.join(faults.where(F.col("fault").isin(*_STOPS)), "run")
-               .where((F.col("target") == F.col("leader")) & (F.col("f_ts") < F.col("join_ts") - 1))
-               .join(starts, (g["run"] == starts["run"]) & (F.col("s_target") == F.col("target"))
-                     & (F.col("s_ts") > F.col("f_ts")) & (F.col("s_ts") <= F.col("join_ts")))
-               .groupBy(g["run"], "generation", "leader_id", "f_ts", "fault").agg(F.min("s_ts").alias("s_ts"))
-               .join(id_last, ["run", "leader_id"], "left")
-               .where(~F.coalesce(F.col("id_last_ts") >= F.col("s_ts"), F.lit(False)))
-               .select("run", "generation", "fault", "f_ts", F.lit("L1/dead-leader-id").alias("rule")))
-    hit = (during.unionByName(stopping).unionByName(dead_id).groupBy("run", "generation")
-           .agg(F.sort_array(F.collect_list(F.struct("f_ts", "fault", "rule"))).alias("faults")))
-    # What the leader sent instead, if anything: a SyncGroup naming another generation, in the window.
-    # (Its response is the leader's next SyncGroup response of that generation: the tap copies a request's
-    # generation into its response.)
-    sync = t.frames.where(F.col("api") == "SyncGroup").select(
+    return (g.join(faults.where(F.col("fault").isin(*_STOPS)), "run")
+            .where((F.col("target") == F.col("leader")) & (F.col("f_ts") < F.col("join_ts") - 1))
+            .join(starts, (g["run"] == starts["run"]) & (F.col("s_target") == F.col("target"))
+                  & (F.col("s_ts") > F.col("f_ts")) & (F.col("s_ts") <= F.col("join_ts")))
+            .groupBy(g["run"], "generation", "leader_id", "f_ts", "fault").agg(F.min("s_ts").alias("s_ts"))
+            .join(id_last, ["run", "leader_id"], "left")
+            .where(~F.coalesce(F.col("id_last_ts") >= F.col("s_ts"), F.lit(False)))
+            .select("run", "generation", "fault", "f_ts", F.lit("L1/dead-leader-id").alias("rule")))
+
+
+def _sync_frames(t: Tables) -> DataFrame:
+    """(run, leader, ts, s_gen, direction, error_code) of every SyncGroup frame, by its member."""
+    return t.frames.where(F.col("api") == "SyncGroup").select(
         "run", F.col("member").alias("leader"), "ts", F.col("generation").alias("s_gen"), "direction", "error_code")
+
+
+def _stray_syncs(t: Tables, g: DataFrame) -> DataFrame:
+    """(run, generation, stray): the first SyncGroup request the generation's leader sent in the window
+    (:func:`_sync_window_end`) naming another generation, as (generation, ts, error_code of its response:
+    the leader's next SyncGroup response of that generation, the tap copying a request's generation into
+    its response); absent when it sent none."""
+    sync = _sync_frames(t)
     first = (g.where(F.col("leader").isNotNull())
              .join(sync.where(F.col("direction") == "request").withColumnRenamed("ts", "s_ts"), ["run", "leader"])
-             .where((F.col("s_ts") >= F.col("join_ts")) & (F.col("s_ts") <= window_end)
+             .where((F.col("s_ts") >= F.col("join_ts")) & (F.col("s_ts") <= _sync_window_end())
                     & ~F.col("s_gen").eqNullSafe(F.col("generation")))
              .groupBy("run", "generation", "leader")
              .agg(F.min_by("s_gen", "s_ts").alias("s_gen"), F.min("s_ts").alias("s_ts")))
     resp = sync.where(F.col("direction") == "response").select(
         F.col("run").alias("r_run"), F.col("leader").alias("r_leader"), F.col("s_gen").alias("r_gen"),
         F.col("ts").alias("r_ts"), "error_code")
-    stray = (first.join(resp, (F.col("r_run") == F.col("run")) & (F.col("r_leader") == F.col("leader"))
-                        & F.col("r_gen").eqNullSafe(F.col("s_gen")) & (F.col("r_ts") >= F.col("s_ts")), "left")
-             .groupBy("run", "generation")
-             .agg(F.struct(F.first("s_gen").alias("generation"), F.first("s_ts").alias("ts"),
-                           F.min_by("error_code", "r_ts").alias("error_code")).alias("stray")))
-    # What the leader's own history says went wrong meanwhile (a client that cannot decode a
-    # subscription reports it as an error and never syncs): its distinct error events from its
-    # JoinGroup request of the round (its history may record what it made of the response a moment
-    # before the tap records the response: seen, 0.2 ms) to the window's end, in the order each first
-    # appeared (a decode failure may come after a commit refused for it).
-    said = (g.where(F.col("leader").isNotNull())
+    return (first.join(resp, (F.col("r_run") == F.col("run")) & (F.col("r_leader") == F.col("leader"))
+                       & F.col("r_gen").eqNullSafe(F.col("s_gen")) & (F.col("r_ts") >= F.col("s_ts")), "left")
+            .groupBy("run", "generation")
+            .agg(F.struct(F.first("s_gen").alias("generation"), F.first("s_ts").alias("ts"),
+                          F.min_by("error_code", "r_ts").alias("error_code")).alias("stray")))
+
+
+def _leader_errors(t: Tables, g: DataFrame, due: DataFrame) -> DataFrame:
+    """(run, generation, leader_errors): the distinct error events of the generation's leader's history (a
+    client that cannot decode a subscription reports it as an error and never syncs) from its JoinGroup
+    request of the round (its history may record what it made of the response a moment before the tap
+    records the response: seen, 0.2 ms) to the window's end, in the order each first appeared (a decode
+    failure may come after a commit refused for it)."""
+    return (g.where(F.col("leader").isNotNull())
             .join(due.select("run", "generation", "asked_ts"), ["run", "generation"], "left")
             .join(t.events.where(F.col("event") == "error")
                   .select("run", F.col("member").alias("leader"), F.col("ts").alias("e_ts"), "error"), ["run", "leader"])
-            .where((F.col("e_ts") >= F.coalesce("asked_ts", "join_ts")) & (F.col("e_ts") <= window_end))
+            .where((F.col("e_ts") >= F.coalesce("asked_ts", "join_ts")) & (F.col("e_ts") <= _sync_window_end()))
             .groupBy("run", "generation", "error").agg(F.min("e_ts").alias("e_ts"))
             .groupBy("run", "generation")
             .agg(F.transform(F.sort_array(F.collect_list(F.struct("e_ts", "error"))), lambda e: e["error"])
                  .alias("leader_errors")))
-    # A SyncGroup of the generation itself that carried no assignments: the leader was alive and synced.
-    empty = (g.where(F.col("leader").isNotNull())
-             .join(sync.where(F.col("direction") == "request").withColumnRenamed("ts", "s_ts"), ["run", "leader"])
-             .where((F.col("s_ts") >= F.col("join_ts")) & (F.col("s_ts") <= window_end)
-                    & F.col("s_gen").eqNullSafe(F.col("generation")))
-             .groupBy("run", "generation").agg(F.min("s_ts").alias("empty_sync_ts")))
-    rows = t.collect(g.join(hit, ["run", "generation"], "left").join(stray, ["run", "generation"], "left")
-                     .join(empty, ["run", "generation"], "left").join(said, ["run", "generation"], "left")
-                     .join(due.select("run", "generation", "resp_ts", "due_ts"), ["run", "generation"], "left"))
-    out = []
-    for r in rows:
-        run, gen = r["run"], r["generation"]
-        if r["n_leaders"] and r["n_leaders"] > 1:
-            out.append(violation("L1", run, f"generation {gen} has {r['n_leaders']} leaders in JoinGroup responses: "
-                                 f"{', '.join(r['leader_ids'])}", generation=gen, ts=r["join_ts"],
-                                 evidence={"leader_ids": list(r["leader_ids"]), "joined": sorted(r["joined"] or [])}))
-        if r["assigned"] is None:
-            cut_before_sync = (r["complete"] is False and r["next_join_ts"] is None
-                               and r["run_end_ts"] - r["join_ts"] < r["session_ms"])
-            if cut_before_sync:
-                continue
-            if r["bridged"] is not None:
-                b = r["bridged"]
-                out.append(violation("L1", run, f"generation {gen} has no classic leader and no SyncGroup assignments: "
-                                     f"it formed while {_made_consumer_group(b['consumers'])}, whose broker assigns",
-                                     generation=gen, ts=r["join_ts"],
-                                     evidence={"leader_id": r["leader_id"], "bridged_join_ts": b["b_ts"],
-                                               "consumer_period": [b["c_start"], b["c_end"]],
-                                               "consumer_members": list(b["consumers"])},
-                                     allowed_by="L1/consumer-group"))
-                continue
-            leader, stray, faults = r["leader"] or r["leader_id"], r["stray"], r["faults"] or []
-            synced = stray is not None or r["empty_sync_ts"] is not None
-            if stray is None and r["empty_sync_ts"] is not None:
-                what = f"sent its SyncGroup of generation {gen} with no assignments"
-                evidence = {"leader_id": r["leader_id"], "sync_ts": r["empty_sync_ts"]}
-            elif stray is None:
-                what, evidence = "sent no SyncGroup assignments", {"leader_id": r["leader_id"]}
-            else:
-                what = (f"sent its SyncGroup for generation {stray['generation']} instead"
-                        + (f" (error {stray['error_code']})" if stray["error_code"] else ""))
-                evidence = {"leader_id": r["leader_id"], "sync_generation": stray["generation"],
-                            "sync_ts": stray["ts"], "sync_error_code": stray["error_code"]}
-            evidence["faults"] = [{"fault": f["fault"], "ts": f["f_ts"], "rule": f["rule"]} for f in faults]
-            evidence.update(leader_join_response_ts=r["resp_ts"], sync_due_ts=r["due_ts"])
-            if faults and not synced:
-                # The leader could not sync: a named rule excuses it (the first fault that applies).
-                first = faults[0]
-                out.append(violation("L1", run, f"leader {leader} of generation {gen} {what}: {first['fault']} of it "
-                                     f"at {first['f_ts']:.0f}, its SyncGroup due at {r['due_ts']:.0f}",
-                                     members=[r["leader"]], generation=gen, ts=r["join_ts"],
-                                     evidence=evidence, allowed_by=first["rule"]))
-                continue
-            # A leader that synced (another generation, or this one with nothing) was alive and talking:
-            # no fault excuses that.
-            if faults:
-                cause = f"a {faults[0]['fault']} does not excuse a leader that synced"
-            elif synced:
-                cause = "no fault hit it"
-            else:
-                cause = ("no fault silenced it or the coordinator and it neither left nor exited before its "
-                         f"SyncGroup was due at {r['due_ts']:.0f}")
-            if r["leader_errors"]:
-                errors = list(r["leader_errors"])
-                evidence["leader_errors"] = errors
-                cause += "; its history reports: " + " | ".join(_clip(e) for e in errors[:_ERRORS_QUOTED]) \
-                    + (f" (and {len(errors) - _ERRORS_QUOTED} more)" if len(errors) > _ERRORS_QUOTED else "")
-            out.append(violation("L1", run, f"leader {leader} of generation {gen} {what} and {cause}",
-                                 members=[r["leader"]], culprit=r["leader"], generation=gen, ts=r["join_ts"],
-                                 evidence=evidence))
-            continue
-        missing = sorted(set(r["view"] or []) - set(r["assigned"]))
-        if missing:
-            out.append(violation("L1", run, f"leader {r['leader'] or r['leader_id']} of generation {gen} assigned nothing "
-                                 f"to member(s) {', '.join(missing)} of that generation", members=[r["leader"]],
-                                 culprit=r["leader"],
-                                 generation=gen, ts=r["join_ts"],
-                                 evidence={"members": sorted(r["view"] or []), "assigned": sorted(r["assigned"])}))
-    return out
+
+
+def _empty_syncs(t: Tables, g: DataFrame) -> DataFrame:
+    """(run, generation, empty_sync_ts): the first SyncGroup request of the generation itself that its
+    leader sent in the window: one that carried no assignments, since the generation has none (the
+    leader was alive and synced)."""
+    return (g.where(F.col("leader").isNotNull())
+            .join(_sync_frames(t).where(F.col("direction") == "request").withColumnRenamed("ts", "s_ts"),
+                  ["run", "leader"])
+            .where((F.col("s_ts") >= F.col("join_ts")) & (F.col("s_ts") <= _sync_window_end())
+                   & F.col("s_gen").eqNullSafe(F.col("generation")))
+            .groupBy("run", "generation").agg(F.min("s_ts").alias("empty_sync_ts")))
+
+
+def _several_leaders(r: Row) -> list[dict]:
+    """The finding of a generation with more than one leader in its JoinGroup responses (else none)."""
+    if not (r["n_leaders"] and r["n_leaders"] > 1):
+        return []
+    return [violation("L1", r["run"], f"generation {r['generation']} has {r['n_leaders']} leaders in JoinGroup "
+                      f"responses: {', '.join(r['leader_ids'])}", generation=r["generation"], ts=r["join_ts"],
+                      evidence={"leader_ids": list(r["leader_ids"]), "joined": sorted(r["joined"] or [])})]
+
+
+def _unsynced(r: Row) -> list[dict]:
+    """The finding of a generation whose leader sent no SyncGroup assignments (none when the run was cut
+    short before the sync): allowed for a bridged generation (L1/consumer-group) and under the first rule
+    that excused the leader, when it did not sync at all; else a violation naming the leader."""
+    run, gen = r["run"], r["generation"]
+    if r["complete"] is False and r["next_join_ts"] is None and r["run_end_ts"] - r["join_ts"] < r["session_ms"]:
+        return []
+    if r["bridged"] is not None:
+        b = r["bridged"]
+        return [violation("L1", run, f"generation {gen} has no classic leader and no SyncGroup assignments: "
+                          f"it formed while {_made_consumer_group(b['consumers'])}, whose broker assigns",
+                          generation=gen, ts=r["join_ts"],
+                          evidence={"leader_id": r["leader_id"], "bridged_join_ts": b["b_ts"],
+                                    "consumer_period": [b["c_start"], b["c_end"]],
+                                    "consumer_members": list(b["consumers"])},
+                          allowed_by="L1/consumer-group")]
+    leader, faults = r["leader"] or r["leader_id"], r["faults"] or []
+    what, evidence, synced = _what_leader_sent(r)
+    evidence["faults"] = [{"fault": f["fault"], "ts": f["f_ts"], "rule": f["rule"]} for f in faults]
+    evidence.update(leader_join_response_ts=r["resp_ts"], sync_due_ts=r["due_ts"])
+    if faults and not synced:
+        # The leader could not sync: a named rule excuses it (the first fault that applies).
+        first = faults[0]
+        return [violation("L1", run, f"leader {leader} of generation {gen} {what}: {first['fault']} of it "
+                          f"at {first['f_ts']:.0f}, its SyncGroup due at {r['due_ts']:.0f}",
+                          members=[r["leader"]], generation=gen, ts=r["join_ts"],
+                          evidence=evidence, allowed_by=first["rule"])]
+    cause = _unexcused_cause(r, faults, synced, evidence)
+    return [violation("L1", run, f"leader {leader} of generation {gen} {what} and {cause}",
+                      members=[r["leader"]], culprit=r["leader"], generation=gen, ts=r["join_ts"],
+                      evidence=evidence)]
+
+
+def _what_leader_sent(r: Row) -> tuple[str, dict, bool]:
+    """What a leader without SyncGroup assignments sent instead, for the message; the finding's evidence
+    so far; and whether it synced at all (a SyncGroup of another generation, or of this one, empty)."""
+    stray = r["stray"]
+    synced = stray is not None or r["empty_sync_ts"] is not None
+    if stray is None and r["empty_sync_ts"] is not None:
+        what = f"sent its SyncGroup of generation {r['generation']} with no assignments"
+        evidence = {"leader_id": r["leader_id"], "sync_ts": r["empty_sync_ts"]}
+    elif stray is None:
+        what, evidence = "sent no SyncGroup assignments", {"leader_id": r["leader_id"]}
+    else:
+        what = (f"sent its SyncGroup for generation {stray['generation']} instead"
+                + (f" (error {stray['error_code']})" if stray["error_code"] else ""))
+        evidence = {"leader_id": r["leader_id"], "sync_generation": stray["generation"],
+                    "sync_ts": stray["ts"], "sync_error_code": stray["error_code"]}
+    return what, evidence, synced
+
+
+def _unexcused_cause(r: Row, faults: list, synced: bool, evidence: dict) -> str:
+    """Why no rule excuses a leader without SyncGroup assignments, for the message, with what its history
+    reported meanwhile (added to ``evidence`` as ``leader_errors``). A leader that synced (another
+    generation, or this one with nothing) was alive and talking: no fault excuses that."""
+    if faults:
+        cause = f"a {faults[0]['fault']} does not excuse a leader that synced"
+    elif synced:
+        cause = "no fault hit it"
+    else:
+        cause = ("no fault silenced it or the coordinator and it neither left nor exited before its "
+                 f"SyncGroup was due at {r['due_ts']:.0f}")
+    if r["leader_errors"]:
+        errors = list(r["leader_errors"])
+        evidence["leader_errors"] = errors
+        cause += "; its history reports: " + " | ".join(_clip(e) for e in errors[:_ERRORS_QUOTED]) \
+            + (f" (and {len(errors) - _ERRORS_QUOTED} more)" if len(errors) > _ERRORS_QUOTED else "")
+    return cause
+
+
+def _unassigned(r: Row) -> list[dict]:
+    """The finding of a generation whose leader's SyncGroup assigned nothing to some members of its view."""
+    missing = sorted(set(r["view"] or []) - set(r["assigned"]))
+    if not missing:
+        return []
+    return [violation("L1", r["run"], f"leader {r['leader'] or r['leader_id']} of generation {r['generation']} "
+                      f"assigned nothing to member(s) {', '.join(missing)} of that generation", members=[r["leader"]],
+                      culprit=r["leader"], generation=r["generation"], ts=r["join_ts"],
+                      evidence={"members": sorted(r["view"] or []), "assigned": sorted(r["assigned"])})]
 
 
 def assignment_rows(t: Tables):
@@ -547,6 +639,62 @@ def min_moves(prev_counts: dict[str, int], survivors: list[str], total: int, n_m
 
 
 def check_l4(t: Tables) -> list[dict]:
+    """L4's story: what each leader of a sticky assignor gave and what each member told it, collected
+    once (:func:`_sticky_history`); then each pair of consecutive complete generations that L4 compares
+    (:func:`_comparable_pairs`) yields a finding when more partitions moved away from members that stayed
+    than a balanced assignment needs (:func:`_excess_moves`)."""
+    h = _sticky_history(t)
+    out: list[dict] = []
+    for run, g1, g2 in _comparable_pairs(h):
+        out += _excess_moves(h, run, g1, g2)
+    return out
+
+
+def _told_leader(t: Tables) -> DataFrame:
+    """(run, generation, subject_member_id, topic, partition): the partitions a member's JoinGroup told
+    the generation's leader it had, as the generation's assignor reads them: the declared owned partitions
+    in a cooperative generation, and also the sticky userData's previous assignment in an eager one."""
+    owned = F.coalesce("owned", F.array())
+    return (t.subscriptions.where((F.col("source") == "leader-view") & F.col("decode_error").isNull())
+            .select("run", "generation", "subject_member_id",
+                    F.explode(F.when(is_cooperative(F.col("protocol_name")), owned)
+                              .otherwise(F.array_union(owned, F.coalesce("userdata_previous", F.array())))).alias("tp"))
+            .select("run", "generation", "subject_member_id", "tp.topic", "tp.partition"))
+
+
+@dataclass
+class _StickyHistory:
+    """What L4 reads of a batch's generations, collected. Identity is the member id, not the member name:
+    a member that restarted between two generations is a new member (it lost its partitions
+    legitimately), not a survivor."""
+    #: (run, generation) -> {(topic, partition): member id}, complete generations of sticky assignors.
+    owners: dict[tuple, dict]
+    #: (run, generation) -> {member id: subscribed topics}, complete generations (the leader's view).
+    subs: dict[tuple, dict]
+    #: member id -> member name (the id where the name is unknown).
+    names: dict[str, str]
+    #: (run, generation) -> member ids of its leader view, complete or not.
+    members_at: dict[tuple, frozenset]
+    #: (run, generation, member id) -> partitions its JoinGroup told that generation's leader of (:func:`_told_leader`).
+    declared: dict[tuple, set]
+    #: (run, generation, member id) -> what that generation's leader gave the member (any generation).
+    given: dict[tuple, set]
+    #: (run, generation, member id, (topic, partition)) told without a generation (:func:`generationless_claims`).
+    without_generation: set[tuple]
+    #: (run, generation) -> (leader, leader_kind) (:func:`leaders_by_generation`).
+    leader_of: dict
+
+    def taken_in(self, run: str, g1: int, g2: int, who: str, tp: tuple) -> list[int]:
+        """The generations after ``g1``, up to ``g2``, whose leader did not give ``who`` partition ``tp``
+        although its JoinGroup of that generation said it had it."""
+        return [h for h in range(g1 + 1, g2 + 1)
+                if tp in self.declared.get((run, h, who), ()) and tp not in self.given.get((run, h, who), {tp})]
+
+
+def _sticky_history(t: Tables) -> _StickyHistory:
+    """L4's inputs, collected in one round: the assignments of sticky assignors (those of complete
+    generations, and every one for what leaders gave), the leader views, what members told leaders,
+    the claims told without a generation, and the generations' leaders."""
     sticky = assignment_rows(t).where(F.col("protocol_name").isin(*config.STICKY_ASSIGNORS))
     complete = _complete_gens(t).where("complete").select("run", "generation")
     rows = (sticky.where(F.col("topic").isNotNull()).join(complete, ["run", "generation"])
@@ -554,105 +702,100 @@ def check_l4(t: Tables) -> list[dict]:
                     "partition"))
     synced_rows = sticky.select("run", "generation", F.col("subject_member_id").alias("who"), "topic", "partition")
     view_rows = leader_view(t).join(complete, ["run", "generation"])
-    ids_at = generation_member_ids(t)
-    owned = F.coalesce("owned", F.array())
-    told = (t.subscriptions.where((F.col("source") == "leader-view") & F.col("decode_error").isNull())
-            .select("run", "generation", "subject_member_id",
-                    F.explode(F.when(is_cooperative(F.col("protocol_name")), owned)
-                              .otherwise(F.array_union(owned, F.coalesce("userdata_previous", F.array())))).alias("tp"))
-            .select("run", "generation", "subject_member_id", "tp.topic", "tp.partition"))
-    bare = generationless_claims(t)
     rows, synced_rows, view_rows, ids_at, told, bare, leaders = t.collect_many(
-        rows, synced_rows, view_rows, ids_at, told, bare, generation_leaders(t))
-    leader_of = leaders_by_generation(leaders)
-    without_generation = {(r["run"], r["generation"], r["subject_member_id"], (r["topic"], r["partition"]))
-                          for r in bare}
-    # (run, generation, member id): partitions that JoinGroup told the leader of: declared owned, and in an
-    # eager generation also the sticky userData's previous assignment (what the generation's assignor reads).
-    declared: dict[tuple, set] = defaultdict(set)
+        rows, synced_rows, view_rows, generation_member_ids(t), _told_leader(t), generationless_claims(t),
+        generation_leaders(t))
+    h = _StickyHistory(owners=defaultdict(dict), subs=defaultdict(dict), names={}, members_at=defaultdict(frozenset),
+                       declared=defaultdict(set), given={}, leader_of=leaders_by_generation(leaders),
+                       without_generation={(r["run"], r["generation"], r["subject_member_id"],
+                                            (r["topic"], r["partition"])) for r in bare})
     for r in told:
-        declared[(r["run"], r["generation"], r["subject_member_id"])].add((r["topic"], r["partition"]))
-    # (run, generation, member id) -> what that generation's leader gave the member (any generation, complete or not).
-    given: dict[tuple, set] = {}
+        h.declared[(r["run"], r["generation"], r["subject_member_id"])].add((r["topic"], r["partition"]))
     for r in synced_rows:
-        got = given.setdefault((r["run"], r["generation"], r["who"]), set())
+        got = h.given.setdefault((r["run"], r["generation"], r["who"]), set())
         if r["topic"] is not None:
             got.add((r["topic"], r["partition"]))
-
-    def taken_in(run: str, g1: int, g2: int, who: str, tp: tuple) -> list[int]:
-        """The generations after ``g1``, up to ``g2``, whose leader did not give ``who`` partition ``tp``
-        although its JoinGroup of that generation said it had it."""
-        return [h for h in range(g1 + 1, g2 + 1)
-                if tp in declared.get((run, h, who), ()) and tp not in given.get((run, h, who), {tp})]
-    # Member ids per generation, complete or not: L4 compares two complete generations only
-    # when every generation after the first has the second's members (one join or leave,
-    # then its follow-up rounds); across several membership changes, moves can be needed.
-    members_at: dict[tuple, frozenset] = defaultdict(frozenset)
     for r in ids_at:
-        members_at[(r["run"], r["generation"])] = frozenset(r["ids"])
-    owners: dict[tuple, dict] = defaultdict(dict)
-    subs: dict[tuple, dict] = defaultdict(dict)
-    # Identity is the member id, not the member name: a member that restarted between
-    # two generations is a new member (it lost its partitions legitimately), not a survivor.
-    names: dict[str, str] = {}
+        h.members_at[(r["run"], r["generation"])] = frozenset(r["ids"])
     for r in rows:
-        owners[(r["run"], r["generation"])][(r["topic"], r["partition"])] = r["who"]
-        names[r["who"]] = r["subject"] or r["who"]
+        h.owners[(r["run"], r["generation"])][(r["topic"], r["partition"])] = r["who"]
+        h.names[r["who"]] = r["subject"] or r["who"]
     for r in view_rows:
-        subs[(r["run"], r["generation"])][r["subject_member_id"]] = tuple(r["topics"] or ())
-    out = []
+        h.subs[(r["run"], r["generation"])][r["subject_member_id"]] = tuple(r["topics"] or ())
+    return h
+
+
+def _comparable_pairs(h: _StickyHistory) -> Iterator[tuple[str, int, int]]:
+    """(run, g1, g2) of each pair of consecutive complete generations of a sticky assignor that L4 compares:
+    every member subscribed to the same topics in both, and every generation between them has the second's
+    members (one join or leave, then its follow-up rounds; across several membership changes, moves can be
+    needed)."""
     runs: dict[str, list[int]] = defaultdict(list)
-    for run, gen in owners:
+    for run, gen in h.owners:
         runs[run].append(gen)
     for run, gens in runs.items():
         gens.sort()
         for g1, g2 in zip(gens, gens[1:]):
-            s1, s2 = subs[(run, g1)], subs[(run, g2)]
+            s1, s2 = h.subs[(run, g1)], h.subs[(run, g2)]
             if len(set(s1.values()) | set(s2.values())) != 1:
                 continue
-            if any(members_at.get((run, h)) != members_at[(run, g2)] for h in range(g1 + 1, g2)):
+            if any(h.members_at.get((run, x)) != h.members_at[(run, g2)] for x in range(g1 + 1, g2)):
                 continue
-            o1, o2 = owners[(run, g1)], owners[(run, g2)]
-            survivors = [m for m in s2 if m in s1]
-            takings = {tp: (m, taken_in(run, g1, g2, m, tp)) for tp, m in o1.items() if m in survivors and o2.get(tp) != m}
-            takings = {tp: mh for tp, mh in takings.items() if mh[1]}
-            moved = sorted(takings)
-            prev_counts: dict[str, int] = defaultdict(int)
-            for tp, m in o1.items():
-                if tp in o2:
-                    prev_counts[m] += 1
-            needed = min_moves(prev_counts, survivors, len(o2), len(s2))
-            if len(moved) > needed:
-                gens_taking = sorted({h for _, hs in takings.values() for h in hs})
-                took = takers(leader_of, run, gens_taking)
-                taker_names = sorted({n for n, _ in took if n})
-                # The moves beyond the needed ones are explained by claims told without a generation when
-                # the other moves alone are no more than needed (seen: franz-go left the claims of kafka-python
-                # unread and also made the one move a member above its quota owed: 3 moves where 2 do).
-                bare_moves = [tp for tp, (m, hs) in takings.items()
-                              if all((run, h, m, tp) in without_generation for h in hs)]
-                bare_only = bool(bare_moves) and len(moved) - len(bare_moves) <= needed
-                # The culprit is the leader that planned the moves (one leader for every taking generation);
-                # the harmed are the members that lost a partition they could keep. Several leaders, or one
-                # unknown: the culprit is not known and every member that stayed is implicated.
-                culprit = taker_names[0] if len(taker_names) == 1 and all(n for n, _ in took) else None
-                # Beside a needed move, only the members whose generationless claims were moved were harmed.
-                losers = sorted({names.get(takings[tp][0], takings[tp][0])
-                                 for tp in (bare_moves if bare_only else moved)})
-                out.append(violation("L4", run, f"generation {g1} -> {g2} moved {len(moved)} partitions away from "
-                                     f"members that stayed, {needed} would do: {fmt_tps(moved)} (taken by "
-                                     f"{', '.join(taker_names) or 'an unknown leader'} in generation(s) "
-                                     f"{', '.join(map(str, gens_taking))}"
-                                     + (f"; taken from {', '.join(losers)})" if culprit else
-                                        "; culprit unknown: no single known leader planned them)"),
-                                     members=losers if culprit else [names.get(m, m) for m in survivors] + taker_names,
-                                     culprit=culprit, harmed=losers if culprit else None,
-                                     generation=g2, partitions=[list(tp) for tp in moved],
-                                     evidence={"moved": len(moved), "needed": needed, "from_generation": g1,
-                                               "taken_in": gens_taking,
-                                               "taken_by": taken_by(took),
-                                               "declared_without_generation": bare_only}))
-    return out
+            yield run, g1, g2
+
+
+def _excess_moves(h: _StickyHistory, run: str, g1: int, g2: int) -> list[dict]:
+    """The finding of generations ``g1`` -> ``g2`` when more partitions moved away from members that stayed
+    than :func:`min_moves` needs (else none): a survivor's partition counts as moved only if a leader in
+    between took it (:meth:`_StickyHistory.taken_in`)."""
+    s1, s2 = h.subs[(run, g1)], h.subs[(run, g2)]
+    o1, o2 = h.owners[(run, g1)], h.owners[(run, g2)]
+    survivors = [m for m in s2 if m in s1]
+    takings = {tp: (m, h.taken_in(run, g1, g2, m, tp)) for tp, m in o1.items() if m in survivors and o2.get(tp) != m}
+    takings = {tp: mh for tp, mh in takings.items() if mh[1]}
+    prev_counts: dict[str, int] = defaultdict(int)
+    for tp, m in o1.items():
+        if tp in o2:
+            prev_counts[m] += 1
+    needed = min_moves(prev_counts, survivors, len(o2), len(s2))
+    if len(takings) <= needed:
+        return []
+    return [_moved_too_many(h, run, g1, g2, survivors, takings, needed)]
+
+
+def _moved_too_many(h: _StickyHistory, run: str, g1: int, g2: int, survivors: list[str],
+                    takings: dict[tuple, tuple[str, list[int]]], needed: int) -> dict:
+    """L4's violation: ``takings`` maps each moved partition to (the survivor it was taken from, the
+    generations that took it); it names the leaders that took them and whether the moves beyond those
+    needed are all of claims told without a generation (``declared_without_generation``)."""
+    moved = sorted(takings)
+    gens_taking = sorted({x for _, hs in takings.values() for x in hs})
+    took = takers(h.leader_of, run, gens_taking)
+    taker_names = sorted({n for n, _ in took if n})
+    # The moves beyond the needed ones are explained by claims told without a generation when
+    # the other moves alone are no more than needed (seen: franz-go left the claims of kafka-python
+    # unread and also made the one move a member above its quota owed: 3 moves where 2 do).
+    bare_moves = [tp for tp, (m, hs) in takings.items() if all((run, x, m, tp) in h.without_generation for x in hs)]
+    bare_only = bool(bare_moves) and len(moved) - len(bare_moves) <= needed
+    # The culprit is the leader that planned the moves (one leader for every taking generation);
+    # the harmed are the members that lost a partition they could keep. Several leaders, or one
+    # unknown: the culprit is not known and every member that stayed is implicated.
+    culprit = taker_names[0] if len(taker_names) == 1 and all(n for n, _ in took) else None
+    # Beside a needed move, only the members whose generationless claims were moved were harmed.
+    losers = sorted({h.names.get(takings[tp][0], takings[tp][0]) for tp in (bare_moves if bare_only else moved)})
+    return violation("L4", run, f"generation {g1} -> {g2} moved {len(moved)} partitions away from "
+                     f"members that stayed, {needed} would do: {fmt_tps(moved)} (taken by "
+                     f"{', '.join(taker_names) or 'an unknown leader'} in generation(s) "
+                     f"{', '.join(map(str, gens_taking))}"
+                     + (f"; taken from {', '.join(losers)})" if culprit else
+                        "; culprit unknown: no single known leader planned them)"),
+                     members=losers if culprit else [h.names.get(m, m) for m in survivors] + taker_names,
+                     culprit=culprit, harmed=losers if culprit else None,
+                     generation=g2, partitions=[list(tp) for tp in moved],
+                     evidence={"moved": len(moved), "needed": needed, "from_generation": g1,
+                               "taken_in": gens_taking,
+                               "taken_by": taken_by(took),
+                               "declared_without_generation": bare_only})
 
 
 def check_l5(t: Tables) -> list[dict]:
