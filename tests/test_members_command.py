@@ -31,7 +31,7 @@ def test_clients_list_shows_every_kind_with_default_and_known_versions(capsys: p
                                               "logical offsets (BEGINNING, END: auto.offset.reset) with ListOffsets v0")
     assert brokers.splitlines()[-1] == "  reference, java, sarama, kafka-python, franz-go: no limit known"
     # Each version with known issues names their invariants, and the table says what they are.
-    assert "1.38.1 [known: D2]" in rows["sarama"] and "1.61.1," in rows["sarama"]
+    assert "1.38.1 [known: D2, L1]" in rows["sarama"] and "1.61.1," in rows["sarama"]
     assert "1.9.2 [known: D1, L1]" in rows["librdkafka"]
     assert known.startswith("known issues") and "sarama before 1.43.3: D2:" in known and "IBM/sarama PR 2947" in known
     assert faults.startswith("reference/FAULT") and "stale-owned-partitions, subscription-v0" in faults

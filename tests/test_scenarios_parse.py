@@ -28,11 +28,11 @@ def test_catalog_is_complete_and_parses() -> None:
 
 
 def test_the_scenarios_recordings_were_made_with_parse() -> None:
-    # The scenario files beside recorded runs (fixtures/real-runs/, fixtures/client-behaviour/) stay
-    # valid: `conformance run --scenario FILE` re-records each of them.
+    # The scenario files beside recorded runs (fixtures/real-runs/, fixtures/client-behaviour/) and the
+    # bug corpus's own (fixtures/bug-corpus/) stay valid: `conformance run --scenario FILE` re-records each.
     files = sorted((Path(__file__).resolve().parent.parent / "fixtures").glob("*/*.scenario"))
     files = [f for f in files if f.parent.name != "scenarios"]
-    assert {f.parent.name for f in files} == {"real-runs", "client-behaviour"}, files
+    assert {f.parent.name for f in files} == {"real-runs", "client-behaviour", "bug-corpus"}, files
     for f in files:
         sc = load_scenario(f)
         assert sc.phases and sc.description, f
