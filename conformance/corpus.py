@@ -262,21 +262,6 @@ def outcome(entry: Entry, cells: list[tuple[str, int, str]], verdicts: dict[str,
     return Outcome(entry, tuple(out))
 
 
-def table(outcomes: list[Outcome]) -> str:
-    """The corpus table, one row per entry: the bug, its culprit, the fixed release, the expected
-    check, the buggy cells' results, the control's, and the outcome."""
-    rows = [("bug", "culprit", "control release", "check", "buggy", "control", "outcome")]
-    for o in outcomes:
-        e = o.entry
-        buggy = " ".join(c.result for c in o.cells if c.role == "buggy") or "-"
-        control = " ".join(c.result for c in o.cells if c.role == "control") or ("-" if e.control else "no fix")
-        rows.append((e.id, str(e.culprit), e.control_release or "-", e.expect, buggy, control, o.verdict))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
 def to_json(outcomes: list[Outcome], commands: dict[str, str]) -> list[dict[str, Any]]:
     """The outcomes as JSON: each entry's facts, cells, outcome and the command that reproduces its
     buggy cell (``commands``: run directory name -> command)."""

@@ -1,4 +1,4 @@
-"""The bug corpus's pages: ``corpus.md`` and ``corpus.html`` from the records of
+"""The bug corpus's table on the terminal and its pages, ``corpus.md`` and ``corpus.html``, from the records of
 :func:`conformance.corpus.to_json` (the only input: a page says nothing the records do not).
 
 Each page has the table (one row per entry: the bug, its reference, the culprit release, the
@@ -16,11 +16,21 @@ from typing import Any
 _COLUMNS = ("bug", "reference", "culprit", "control release", "check", "buggy", "control", "outcome")
 
 
-def _row(r: dict[str, Any]) -> tuple[str, ...]:
-    buggy = ", ".join(c["result"] for c in r["cells"] if c["role"] == "buggy") or "-"
-    control = ", ".join(c["result"] for c in r["cells"] if c["role"] == "control") or (
+def _row(r: dict[str, Any], sep: str = ", ") -> tuple[str, ...]:
+    """One entry's row of :data:`_COLUMNS`; ``sep`` joins the results of its cells of one role."""
+    buggy = sep.join(c["result"] for c in r["cells"] if c["role"] == "buggy") or "-"
+    control = sep.join(c["result"] for c in r["cells"] if c["role"] == "control") or (
         "no fix" if r["control_release"] is None else "-")
     return (r["id"], r["reference"], r["culprit"], r["control_release"] or "-", r["expect"], buggy, control, r["outcome"])
+
+
+def render_text(records: list[dict[str, Any]]) -> str:
+    """The table for the terminal: the columns but the reference, aligned, under a rule."""
+    rows = [tuple(c for i, c in enumerate(row) if i != 1) for row in [_COLUMNS, *(_row(r, " ") for r in records)]]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
 
 
 def _cell_line(c: dict[str, Any]) -> str:

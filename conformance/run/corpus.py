@@ -18,10 +18,10 @@ import sys
 from pathlib import Path
 
 from conformance import config
-from conformance.corpus import CORPUS_DIR, Entry, Outcome, load_corpus, outcome, table, to_json
+from conformance.corpus import CORPUS_DIR, Entry, Outcome, load_corpus, outcome, to_json
 from conformance.errors import one_line
 from conformance.preflight import preflight
-from conformance.report.corpus import render_html, render_markdown
+from conformance.report.corpus import render_html, render_markdown, render_text
 from conformance.run.matrix import MatrixInterrupted, MatrixResult, run_dir_names, run_matrix
 from conformance.scenarios.runner import BACKENDS, Cell, reproduce_command
 from conformance.spark_master import FORMS
@@ -89,10 +89,10 @@ def corpus(args: argparse.Namespace) -> int:
         print("conformance: interrupted; every process the run started has been stopped; "
               "the cells that ran are judged below", file=sys.stderr)
     outcomes = _outcomes(entries, planned, names, result)
-    print(table(outcomes))
+    commands = {name: reproduce_command(cell) for (_, _, _, cell), name in zip(planned, names)}
+    records = to_json(outcomes, commands)
+    print(render_text(records))
     if result is not None:
-        commands = {name: reproduce_command(cell) for (_, _, _, cell), name in zip(planned, names)}
-        records = to_json(outcomes, commands)
         (result.path / "corpus.json").write_text(json.dumps(records, indent=2) + "\n")
         (result.path / "corpus.md").write_text(render_markdown(records))
         (result.path / "corpus.html").write_text(render_html(records))
