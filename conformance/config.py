@@ -182,6 +182,9 @@ CONVERGENCE_BOUND_MS: int = 2 * SESSION_TIMEOUT_MS + REBALANCE_TIMEOUT_MS
 REVOKE_BOUND_MS: int = SESSION_TIMEOUT_MS + 5 * HEARTBEAT_INTERVAL_MS
 #: How long a harness may take from spawn to its ``started`` event.
 MEMBER_READY_TIMEOUT_S: float = 60.0
+#: How long the runner waits for a member to act on a command of its control file (its poll loop looks
+#: at the file at least every half second; a member blocked in a rebalance callback takes longer).
+CONTROL_ACK_TIMEOUT_S: float = 15.0
 
 # ---------------------------------------------------------------------------
 # Members: launching harnesses and the producer (members engineer); what is one kind's own (its

@@ -75,11 +75,28 @@ def is_built(dest: Path, binary_name: str = "harness") -> bool:
     return (dest / MARKER).is_file() and (dest / binary_name).is_file()
 
 
+#: Go files every Go package this module builds compiles with its own (the control file's reader:
+#: ``clients/go-shared/``). They are self-contained: they name nothing of the package they join.
+SHARED_SOURCE: Path = config.CLIENTS_DIR / "go-shared"
+
+
+def go_sources(source: Path) -> list[Path]:
+    """The ``*.go`` files a build of ``source`` compiles: its own, then :data:`SHARED_SOURCE`'s (a shared
+    file's name must not be one of its own: SuiteError)."""
+    own = sorted(source.glob("*.go"))
+    shared = sorted(SHARED_SOURCE.glob("*.go"))
+    clash = sorted({f.name for f in own} & {f.name for f in shared})
+    if clash:
+        raise SuiteError(f"{source}: {', '.join(clash)} is also a file of {SHARED_SOURCE}; rename one")
+    return own + shared
+
+
 def harness_digest(source: Path) -> str:
-    """A digest of a harness's source: the names and bytes of the ``*.go`` files of ``source``.
-    (Tags, flags, rewrites and generated files follow from the client version, which names ``dest``.)"""
+    """A digest of a harness's source: the names and bytes of the ``*.go`` files it compiles
+    (:func:`go_sources`). (Tags, flags, rewrites and generated files follow from the client version,
+    which names ``dest``.)"""
     h = hashlib.sha256()
-    for f in sorted(source.glob("*.go")):
+    for f in go_sources(source):
         h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()[:16]
 
@@ -100,7 +117,7 @@ def write_module(source: Path, src: Path, module: str, version: str, *, rewrite:
     """Write into the empty directory ``src`` the module a build of the package ``source`` runs in:
     its ``*.go`` files (``rewrite`` applied: old -> new text), ``extra_files`` (name -> text) and a
     go.mod requiring ``module`` at exactly ``v<version>``. Returns the go.mod's language version."""
-    for f in sorted(source.glob("*.go")):
+    for f in go_sources(source):
         text = f.read_text(encoding="utf-8")
         for old, new in (rewrite or {}).items():
             text = text.replace(old, new)

@@ -36,6 +36,9 @@ Ordering rules a harness must keep:
    read) and ``error`` (null on success).
 5. ``error`` records every client error; ``fatal: true`` means the harness is
    about to exit non-zero.
+6. ``control`` is written when the harness acts on a command of its control file
+   (:mod:`conformance.members.control`: ``seq``, ``op`` and the command's arguments),
+   before it acts.
 
 The producer harness writes ``produced`` events: acknowledged offsets.
 """
@@ -62,6 +65,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "committed": ("offsets", "error"),
     "error": ("error", "fatal"),
     "produced": ("topic", "partition", "first_offset", "last_offset", "count"),
+    "control": ("seq", "op"),
 }
 
 COMMON_FIELDS: tuple[str, ...] = ("ts", "member", "client", "client_version", "event")

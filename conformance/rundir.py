@@ -8,6 +8,8 @@ Layout (every writer and reader goes through :class:`RunDir`)::
     members/<name>.json   the harness config each member was started with
     wire.jsonl            the wire tap's capture of every member's group APIs
     nemesis.jsonl         every fault with its time
+    control/<name>.jsonl  commands the runner gave a member's application
+                          (conformance.members.control), where it gave any
     logs/                 broker, controller, toxiproxy and harness logs
     tables/               Parquet tables written by the pipeline
     summary.json          per scenario: verdicts, violations, metrics
@@ -81,6 +83,10 @@ class RunDir:
 
     def harness_config(self, member: str) -> Path:
         return self.members_dir / f"{member}.json"
+
+    def control(self, member: str) -> Path:
+        """The member's control file (:mod:`conformance.members.control`)."""
+        return self.path / "control" / f"{member}.jsonl"
 
     @property
     def wire(self) -> Path:

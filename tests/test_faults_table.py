@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -70,16 +71,16 @@ def test_log_vocabulary_heals_and_windows_come_from_the_table() -> None:
     assert leadership._STOPS is faults.STOP_LINES and faults.STOP_LINES == ("terminate", "kill")
     assert faults.GRACEFUL_STOP_LINES == ("terminate",)
     assert set(faults.DEAD_LOOKING) == {"pause", "proxy-disable", "toxic-add", "broker-restart", "broker-kill",
-                                        "net-disconnect"}
+                                        "net-disconnect", "stall"}
     assert faults.HEAL_OF == {"pause": "resume", "proxy-disable": "proxy-enable", "toxic-add": "toxic-remove",
-                              "net-disconnect": "net-connect"}
+                              "net-disconnect": "net-connect", "stall": "stall-end"}
     assert set(faults.WINDOW_LINES) == set(faults.DEAD_LOOKING) | {"kill"}
-    assert faults.TIMED_DEAD_LOOKING == ("pause", "proxy-disable", "net-disconnect")
+    assert faults.TIMED_DEAD_LOOKING == ("pause", "proxy-disable", "net-disconnect", "stall")
     assert common.TIMED_DEAD_LOOKING is faults.TIMED_DEAD_LOOKING
     for name, line in faults.LOG_LINES.items():
         assert line.healed_by in (None, faults.NEXT_LINE) or line.healed_by in faults.LOG_LINES, name
     looks_dead = {f.verb for f in faults.FAULTS.values() if f.looks_dead}
-    assert looks_dead == {"pause", "broker-restart", "toxic", "cut", "disconnect"}
+    assert looks_dead == {"pause", "broker-restart", "toxic", "cut", "disconnect", "stall"}
 
 
 def test_each_backend_has_the_faults_the_table_gives_it() -> None:
@@ -240,6 +241,22 @@ class _Slot:
         return self.proc.alive()
 
 
+class _RecordingNemesis:
+    """The nemesis's member-application lines, recorded into the run's calls."""
+
+    def __init__(self, calls: list[tuple[str, ...]]) -> None:
+        self.calls = calls
+
+    def stall(self, name: str, for_ms: int) -> None:
+        self.calls.append(("log stall", name, str(for_ms)))
+
+    def stall_end(self, name: str) -> None:
+        self.calls.append(("log stall-end", name))
+
+    def subscribe(self, name: str, topics: list[str]) -> None:
+        self.calls.append(("log subscribe", name, ",".join(topics)))
+
+
 class RecordingRun:
     """The runner's primitives, recorded (what a compound fault asks of the cell, in order); the
     leader is read from ``leaders``, one per ``leader()`` call."""
@@ -256,6 +273,12 @@ class RecordingRun:
         self._leaders = list(leaders)
         self.progress = lambda msg: None
         self.schedule: Any = None
+        self.nemesis = _RecordingNemesis(self.calls)
+        self.acted_ts: float | None = None   # what ``command`` answers: the member's control event's ts
+
+    def command(self, slot: Any, op: str, **args: Any) -> float | None:
+        self.calls.append(("command", slot.name, op, *(f"{k}={v}" for k, v in sorted(args.items()))))
+        return self.acted_ts
 
     def start(self, slot: Any) -> None:
         self.calls.append(("start", slot.name))
@@ -322,3 +345,50 @@ def test_chaos_starts_a_stopped_target_acts_on_a_running_one_and_ends_with_every
     faults.FAULTS["chaos"].act(run, None, {"count": 2, "gap": 0})
     assert run.calls == [("start", "m2"), ("stop", "m2", "kill"), ("start", "m2"), ("start", "m0"), ("start", "m1")]
     assert all(s.running for s in run.slots)
+
+
+def test_stall_logs_before_the_command_and_ends_when_the_member_s_stall_is_over() -> None:
+    # The member acted on the command 50 ms ago and stalls 200 ms: the fault waits out the rest of
+    # the member's own stall before it logs the end, so the log's window covers the stall.
+    from conformance.history import now_ms
+
+    run = RecordingRun(["java", "librdkafka"], ["cooperative-sticky"])
+    run.acted_ts = now_ms() - 50
+    began = time.monotonic()
+    assert faults.FAULTS["stall"].act(run, run.slots[1], {"for": 200})
+    assert 0.1 <= time.monotonic() - began < 1
+    assert run.calls == [("log stall", "m1", "200"), ("command", "m1", "stall", "ms=200"), ("log stall-end", "m1")]
+
+
+def test_stall_of_a_member_that_never_acts_still_ends_its_window_and_a_stopped_member_is_left_alone() -> None:
+    run = RecordingRun(["java"], ["cooperative-sticky"])
+    assert faults.FAULTS["stall"].act(run, run.slots[0], {"for": 60_000})  # no answer: no waiting
+    assert run.calls[-1] == ("log stall-end", "m0")
+    run.slots[0].proc.up = False
+    run.calls.clear()
+    assert not faults.FAULTS["stall"].act(run, run.slots[0], {"for": 1000}) and run.calls == []
+
+
+def test_subscribe_changes_the_running_member_in_place_and_a_stopped_one_at_its_next_start() -> None:
+    # In place: logged, then the command; no stop, no start. A stopped member gets no command, but
+    # the topics it will start with change (its harness config).
+    run = RecordingRun(["java", "sarama"], ["cooperative-sticky"])
+    run.partitions = {"orders": 6, "payments": 3}
+    assert faults.FAULTS["subscribe"].act(run, run.slots[0], {"topics": ["orders", "payments"]})
+    assert run.calls == [("log subscribe", "m0", "orders,payments"),
+                         ("command", "m0", "subscribe", "topics=['orders', 'payments']")]
+    run.slots[1].proc.up = False
+    assert not faults.FAULTS["subscribe"].act(run, run.slots[1], {"topics": ["payments"]})
+    assert run.slots[1].config.topics == ["payments"] and len(run.calls) == 2
+    with pytest.raises(conformance.errors.SuiteError, match="undeclared topics"):
+        faults.FAULTS["subscribe"].act(run, run.slots[0], {"topics": ["refunds"]})
+
+
+def test_a_stall_can_expire_its_member_only_after_the_max_poll_interval() -> None:
+    # A frozen member misses heartbeats (a session timeout is enough); a stalled application keeps
+    # heartbeating until max.poll.interval.ms passes.
+    assert faults.MAX_POLL_TIMED == ("stall",)
+    assert not faults.can_expire("stall", 20_000, 10_000, 30_000)
+    assert faults.can_expire("stall", 30_000, 10_000, 30_000)
+    assert faults.can_expire("pause", 10_000, 10_000, 30_000)
+    assert faults.can_expire("broker-kill", 1, 10_000, 30_000)

@@ -10,6 +10,11 @@ For each case (kind, version), with the strategy list the mixing rules give a lo
 3. SIGTERM: it exits 0, its history is one clean incarnation (started first, stopped last, no
    fatal error, ownership consistent), and its LeaveGroup crosses the wire (the tap records it).
 
+In the cases of ``CONTROL_CI`` (and every nightly case) the member also obeys its control file
+(:mod:`conformance.members.control`) before it is stopped: a ``stall`` keeps its application
+from the records produced meanwhile until the stall is over, and a ``subscribe`` to a second topic
+gets that topic's partition and records, without a restart.
+
 Tiers: CI runs one old and one new version of every kind on the default broker (each kind's
 ``TEST_VERSIONS``: the newest and the oldest of them, which must be the oldest any tier runs on
 the default broker; ``setup --all`` installs exactly these, so CI builds nothing here). The
@@ -34,6 +39,8 @@ from conformance import config
 from conformance.cluster import Cluster
 from conformance.cluster.supervisor import Supervisor
 from conformance.members import kinds
+from conformance.history import now_ms
+from conformance.members.control import ControlWriter
 from conformance.members.harness_config import HarnessConfig
 from conformance.members.kinds import KIND_MODULES, kind_module, release_tuple
 from conformance.members.launch import launch_member
@@ -132,7 +139,39 @@ def clusters(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRe
         made.close()
 
 
-def join_consume_leave(cluster: tuple, kind: str, version: str) -> None:
+#: The CI cases whose member also obeys its control file: one per way a harness reads it (the shared
+#: Python reader in a client's own venv, the Java harness, the shared Go file); nightly, every case.
+CONTROL_CI: frozenset[str] = frozenset({"librdkafka", "java", "franz-go"})
+STALL_MS = 2000
+
+
+def obeys_control(c, run: RunDir, member: str, proc, spec: MemberSpec, topic: str) -> None:
+    """The member stalls (nothing consumed while records wait, everything after) and then
+    subscribes to a second topic in place (its partition assigned and its records consumed)."""
+    control = ControlWriter(run.control(member))
+    seq = control.send("stall", now_ms(), ms=STALL_MS)
+    acted = proc.wait_event("control", 15, seq=seq)
+    assert acted is not None, f"{spec} did not act on its stall command (log {proc.log_path})"
+    # the same count again: offsets RECORDS_PER_PARTITION.. of each partition, waiting through the stall
+    more = {tp: n + RECORDS_PER_PARTITION
+            for tp, n in produce_records(c.direct_bootstrap, topic, RECORDS_PER_PARTITION, PARTITIONS).items()}
+    wait_for(lambda: not missing_records(load_history(run.history(member)), more), 60,
+             f"{spec} to consume the records produced during its stall (log {proc.log_path})")
+    during = [e for e in load_history(run.history(member))
+              if e["event"] == "consumed" and acted["ts"] <= e["ts"] < acted["ts"] + STALL_MS - 100]
+    assert not during, f"{spec} consumed during its {STALL_MS} ms stall from {acted['ts']}: {during}"
+    second = f"{topic}-b"
+    c.create_topic(second, 1)
+    expected = produce_records(c.direct_bootstrap, second, RECORDS_PER_PARTITION, 1)
+    seq = control.send("subscribe", now_ms(), topics=[topic, second])
+    assert proc.wait_event("control", 15, seq=seq) is not None, f"{spec} did not act on subscribe ({proc.log_path})"
+    wait_for(lambda: (second, 0) in owned_after(load_history(run.history(member))), 90,
+             f"{spec} to own {second}-0 after subscribing to it in place (log {proc.log_path})")
+    wait_for(lambda: not missing_records(load_history(run.history(member)), expected), 60,
+             f"{spec} to consume {second} after subscribing to it (log {proc.log_path})")
+
+
+def join_consume_leave(cluster: tuple, kind: str, version: str, control: bool = False) -> None:
     run, sup, c = cluster
     spec = MemberSpec(kind, version)
     kind_module(kind).ensure(version)
@@ -143,7 +182,7 @@ def join_consume_leave(cluster: tuple, kind: str, version: str) -> None:
     strategies = list(plan_mix([spec]).strategies[0])
     cfg = HarnessConfig(member=member, client=kind, client_version=version, bootstrap_servers=c.bootstrap_for(member),
                         group_id=group, topics=[topic], history_path=str(run.history(member)),
-                        assignment_strategies=strategies)
+                        control_path=str(run.control(member)), assignment_strategies=strategies)
     proc = launch_member(spec, cfg, run, sup)
     proc.wait_ready(90)
     everything = {(topic, p) for p in range(PARTITIONS)}
@@ -151,6 +190,8 @@ def join_consume_leave(cluster: tuple, kind: str, version: str) -> None:
              f"{spec} ({strategies}) to own {sorted(everything)} (log {proc.log_path})")
     wait_for(lambda: not missing_records(load_history(run.history(member)), expected), 60,
              f"{spec} to consume {sum(expected.values())} records (log {proc.log_path})")
+    if control:
+        obeys_control(c, run, member, proc, spec, topic)
     assert proc.terminate(30) == 0, f"{spec} exit code (log {proc.log_path})"
     events = load_history(run.history(member))
     check_clean_incarnation(events)
@@ -160,14 +201,15 @@ def join_consume_leave(cluster: tuple, kind: str, version: str) -> None:
 
 @pytest.mark.parametrize("kind,version,broker", CI, ids=[case_id(*case) for case in CI])
 def test_oldest_and_newest_join_and_leave(clusters: Clusters, kind: str, version: str, broker: str) -> None:
-    join_consume_leave(clusters.get(broker), kind, version)
+    newest = version == kinds.test_versions(kind)[0]
+    join_consume_leave(clusters.get(broker), kind, version, control=kind in CONTROL_CI and newest)
 
 
 @pytest.mark.nightly
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("kind,version,broker", NIGHTLY, ids=[case_id(*case) for case in NIGHTLY])
 def test_every_minor_joins_and_leaves(clusters: Clusters, kind: str, version: str, broker: str) -> None:
-    join_consume_leave(clusters.get(broker), kind, version)
+    join_consume_leave(clusters.get(broker), kind, version, control=True)
 
 
 def test_the_tiers_cover_each_kind_old_and_new() -> None:

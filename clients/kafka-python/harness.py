@@ -45,6 +45,7 @@ from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.structs import OffsetAndMetadata
 
 from conformance.history import HistoryWriter, now_ms
+from conformance.members.control import ControlReader, serve
 from conformance.members.harness_config import HarnessConfig
 from conformance.members.harness_main import main
 
@@ -197,7 +198,12 @@ class Harness:
                                 fatal=True)
             return 2
         self.refresh_context()
+        control = ControlReader(self.cfg.control_path)
         while not self.stopping:
+            serve(control, self.history, lambda: self.stopping,
+                  lambda topics: self.consumer.subscribe(topics, listener=Listener(self)))
+            if self.stopping:
+                break
             poll_ts = now_ms()
             try:
                 records = self.consumer.poll(timeout_ms=POLL_TIMEOUT_MS, max_records=BATCH_MAX)

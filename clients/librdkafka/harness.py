@@ -50,6 +50,7 @@ import confluent_kafka
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from conformance.history import HistoryWriter, now_ms
+from conformance.members.control import ControlReader, serve
 from conformance.members.harness_config import HarnessConfig
 from conformance.members.harness_main import main
 
@@ -213,6 +214,11 @@ class Harness:
         self.history.record("committed", offsets=offsets, error=error)
 
     # -- main loop ---------------------------------------------------------
+    def subscribe(self, topics: list[str]) -> None:
+        """Subscribe (or change the subscription in place) with this harness's rebalance callbacks."""
+        assert self.consumer is not None
+        self.consumer.subscribe(topics, on_assign=self.on_assign, on_revoke=self.on_revoke, on_lost=self.on_lost)
+
     def process(self, messages: list[Any], poll_ts: float) -> None:
         batches: "OrderedDict[tuple[str, int], list[Any]]" = OrderedDict()
         for msg in messages:
@@ -250,9 +256,12 @@ class Harness:
                         f"partition.assignment.strategy: {self.cfg.assignment_strategies})")
             self.history.record("error", error=f"consumer configuration rejected: {msg}", fatal=True)
             return 2
-        self.consumer.subscribe(self.cfg.topics, on_assign=self.on_assign, on_revoke=self.on_revoke,
-                                on_lost=self.on_lost)
+        self.subscribe(self.cfg.topics)
+        control = ControlReader(self.cfg.control_path)
         while not self.stopping and self.fatal is None:
+            serve(control, self.history, lambda: self.stopping, self.subscribe)
+            if self.stopping:
+                break
             poll_ts = now_ms()
             messages = self.consumer.consume(num_messages=BATCH_MAX, timeout=POLL_TIMEOUT_S)
             self.process(messages, poll_ts)

@@ -24,6 +24,9 @@ nothing else to know what to do. Keys (all present; ``null`` where unset):
 ``auto_offset_reset``       ``earliest`` | ``latest``
 ``history_path``            JSONL history file (see :mod:`conformance.history`)
 ``rack_id``                 ``client.rack``, or null
+``control_path``            the member's control file (commands from the
+                            runner: :mod:`conformance.members.control`), or
+                            null for none
 ``extra``                   kind-specific settings (the reference consumer's
                             ``faults`` and ``subscription_version``, and as a
                             KIP-848 member ``server_assignor``: ``uniform`` |
@@ -67,6 +70,7 @@ class HarnessConfig:
     processing_delay_ms: int = 0
     auto_offset_reset: str = "earliest"
     rack_id: str | None = None
+    control_path: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -24,6 +24,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 from conformance import config
 from conformance.cluster.supervisor import ManagedProcess, Supervisor
@@ -103,8 +104,8 @@ class MemberProcess:
         return self.proc.exited_unasked
 
     # -- lifecycle
-    def started_event(self) -> dict | None:
-        """This incarnation's ``started`` event, if it has been written."""
+    def event(self, name: str, **match: Any) -> dict | None:
+        """This incarnation's first ``name`` event whose fields equal ``match``, if it has been written."""
         try:
             with open(self.history_path, "rb") as f:
                 f.seek(self._history_offset)
@@ -112,15 +113,29 @@ class MemberProcess:
         except FileNotFoundError:
             return None
         for line in data.decode("utf-8", errors="replace").splitlines():
-            if '"started"' not in line:
+            if f'"{name}"' not in line:
                 continue
             try:
                 event = json.loads(line)
             except json.JSONDecodeError:
                 continue  # a line being written; the next poll sees it whole
-            if isinstance(event, dict) and event.get("event") == "started" and event.get("member") == self.name:
+            if (isinstance(event, dict) and event.get("event") == name and event.get("member") == self.name
+                    and all(event.get(k) == v for k, v in match.items())):
                 return event
         return None
+
+    def started_event(self) -> dict | None:
+        """This incarnation's ``started`` event, if it has been written."""
+        return self.event("started")
+
+    def wait_event(self, name: str, timeout: float, **match: Any) -> dict | None:
+        """Wait at most ``timeout`` seconds for :meth:`event`; None when it did not come or the member exited."""
+        deadline = time.monotonic() + timeout
+        while True:
+            event = self.event(name, **match)
+            if event is not None or not self.proc.alive() or time.monotonic() >= deadline:
+                return event
+            time.sleep(0.05)
 
     def wait_ready(self, timeout: float = config.MEMBER_READY_TIMEOUT_S) -> dict:
         """Wait for this incarnation's ``started`` event; SuiteError if it exits or times out."""

@@ -11,7 +11,7 @@ from typing import Callable
 from conformance import config
 from conformance.members.kinds import member_fetch_max_wait_ms
 from conformance.mutate.run_edit import Interval, NotApplicable, RunEdit, _fmt
-from conformance.nemesis.faults import LOG_LINES, TIMED_DEAD_LOOKING
+from conformance.nemesis.faults import LOG_LINES, can_expire
 from conformance.reference.codes import REBALANCE_IN_PROGRESS
 
 # -- P1/fault-window narrowed (issue 38): session-expiring faults only, the bound on the total stall -----------
@@ -20,7 +20,7 @@ from conformance.reference.codes import REBALANCE_IN_PROGRESS
 class _Window:
     """A dead-looking fault of a member or of the broker, as P1 weighs it: ``start`` (its invocation) to
     ``end`` (its heal plus a session timeout and a heartbeat); ``expiring``: it can expire a session
-    (:data:`conformance.nemesis.faults.TIMED_DEAD_LOOKING` lines only when they lasted a session timeout)."""
+    (:func:`conformance.nemesis.faults.can_expire`: timed lines only when they lasted their bound)."""
 
     fault: str
     target: str
@@ -37,7 +37,7 @@ def _p1_windows(run: RunEdit) -> list[_Window]:
             continue
         heal = next((g["ts"] for g in run.nemesis[i + 1:] if g.get("target") == f.get("target")), run.end_ts)
         out.append(_Window(f["fault"], f.get("target"), f["ts"], heal + run.session_ms + run.heartbeat_ms,
-                           f["fault"] not in TIMED_DEAD_LOOKING or heal - f["ts"] >= run.session_ms))
+                           can_expire(f["fault"], heal - f["ts"], run.session_ms, run.max_poll_ms)))
     return sorted(out, key=lambda w: w.start)
 
 

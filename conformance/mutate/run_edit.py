@@ -111,6 +111,10 @@ class RunEdit:
         return self.timing("heartbeat_interval_ms", config.HEARTBEAT_INTERVAL_MS)
 
     @property
+    def max_poll_ms(self) -> float:
+        return self.timing("max_poll_interval_ms", config.MAX_POLL_INTERVAL_MS)
+
+    @property
     def convergence_ms(self) -> float:
         return self.timing("convergence_bound_ms", self.session_ms + self.timing("max_poll_interval_ms",
                                                                                  config.MAX_POLL_INTERVAL_MS))

@@ -95,6 +95,20 @@ class Nemesis:
         self.backend.resume_member(name, proc)
         self._healed("resume", name)
 
+    # -- the member's application (its control file; the runner writes the command) ----------------
+    def stall(self, name: str, for_ms: int) -> None:
+        """Log a stall of ``name``'s application (the runner then gives the command)."""
+        self._invoke("stall", name, ms=for_ms)
+        self._heals[("stall", name)] = lambda: self.stall_end(name)
+
+    def stall_end(self, name: str) -> None:
+        """Log the end of ``name``'s stall (the member ends it itself, ``ms`` after it began)."""
+        self._healed("stall-end", name)
+
+    def subscribe(self, name: str, topics: list[str]) -> None:
+        """Log a change of ``name``'s subscription in place (the runner then gives the command)."""
+        self._invoke("subscribe", name, topics=topics)
+
     # -- network ---------------------------------------------------------
     def cut(self, name: str) -> None:
         self._invoke("proxy-disable", name)

@@ -90,13 +90,18 @@ class Line:
     group (``by-toxic-rule``: as the module docstring's toxic rule says). ``stops``: its target
     member stops until its next ``start`` line; ``dies``: it stops without leaving the group (a
     kill). ``healed_by``: the line that ends it (``NEXT_LINE``: the target's next line), None when
-    nothing heals it."""
+    nothing heals it. ``expires_after``: for a dead-looking fault that lasts a stated time
+    (:data:`TIMED_DEAD_LOOKING`), the member setting that time must reach before the group can take the
+    member for gone: ``session`` (a frozen or cut-off member misses heartbeats for a session timeout) or
+    ``max-poll`` (an application that stops polling keeps heartbeating; its client leaves the group,
+    or the coordinator drops it, once ``max.poll.interval.ms`` passed)."""
 
     name: str
     looks_dead: LooksDead = "no"
     stops: bool = False
     dies: bool = False
     healed_by: str | None = None
+    expires_after: Literal["session", "max-poll"] = "session"
 
 
 @dataclass(frozen=True)
@@ -156,6 +161,9 @@ class Injector(Protocol):
     def remove_toxic(self, name: str, toxic_name: str) -> None: ...
     def add_partitions(self, topic: str, total: int) -> None: ...
     def broker_restart(self, kill: bool) -> None: ...
+    def stall(self, name: str, for_ms: int) -> None: ...
+    def stall_end(self, name: str) -> None: ...
+    def subscribe(self, name: str, topics: list[str]) -> None: ...
 
 
 class Member(Protocol):
@@ -190,7 +198,9 @@ class Run(Protocol):
     by a kill (logged ``terminate`` or ``kill``); ``settle`` waits for the group to be stable with the
     runner's bound; ``await_stable`` waits at most ``timeout_ms`` and says whether it was (a timeout
     is in the manifest's notes); ``leader`` is the leader the observer last saw; ``note`` adds a
-    note (with its ``ts``) to the manifest."""
+    note (with its ``ts``) to the manifest; ``command`` gives a running member's application a
+    command of its control file (:mod:`conformance.members.control`) and returns the ``ts`` of the
+    member's ``control`` event for it, or None (noted) when the member did not act on it in time."""
 
     nemesis: Injector
     partitions: dict[str, int]
@@ -207,6 +217,7 @@ class Run(Protocol):
     def await_stable(self, timeout_ms: int) -> bool: ...
     def leader(self) -> str | None: ...
     def note(self, **fields: Any) -> None: ...
+    def command(self, slot: Any, op: str, **args: Any) -> float | None: ...
 
 
 #: ``act(run, on, args)``: ``on`` is the member's slot, the topic, or None (by ``Fault.target``);
@@ -280,6 +291,33 @@ def _pause(run: Run, slot: Any, args: dict[str, Any]) -> bool:
     return True
 
 
+def _stall(run: Run, slot: Any, args: dict[str, Any]) -> bool:
+    """The member's application stops calling its client for ``for`` (its control file's ``stall``):
+    logged ``stall`` before the command, ``stall-end`` once the stall the member recorded is over."""
+    if not slot.running:
+        return False
+    run.nemesis.stall(slot.name, args["for"])
+    acted = run.command(slot, "stall", ms=args["for"])
+    if acted is not None:
+        time.sleep(max(0.0, acted + args["for"] - now_ms()) / 1000)
+    run.nemesis.stall_end(slot.name)
+    return True
+
+
+def _subscribe(run: Run, slot: Any, args: dict[str, Any]) -> bool:
+    """The member's application changes its subscription to ``topics`` in place (its control file's
+    ``subscribe``; no restart); a later start of the member subscribes to them too."""
+    unknown = [t for t in args["topics"] if t not in run.partitions]
+    if unknown:
+        raise SuiteError(f"subscribe to undeclared topics {unknown}")
+    slot.config.topics = list(args["topics"])
+    if not slot.running:
+        return False
+    run.nemesis.subscribe(slot.name, list(args["topics"]))
+    run.command(slot, "subscribe", topics=list(args["topics"]))
+    return True
+
+
 def _broker_restart(run: Run, on: None, args: dict[str, Any]) -> bool:
     run.nemesis.broker_restart(kill=args.get("mode", "clean") == "kill")
     return True
@@ -334,11 +372,14 @@ def _check_add_partitions(target: str | None, args: dict[str, Any], topics: dict
     topics[target] = args["total"]
 
 
-def _check_resubscribe(target: str | None, args: dict[str, Any], topics: dict[str, int]) -> None:
-    unknown = [t for t in args["topics"] if t not in topics]
-    if unknown:
-        raise ValueError(f"resubscribe: undeclared topic {', '.join(map(repr, unknown))}; "
-                         f"declared: {', '.join(topics)}")
+def _check_topics(verb: str) -> Callable[[str | None, dict[str, Any], dict[str, int]], None]:
+    """The check of a fault that subscribes a member to ``topics``: declared topics only."""
+    def check(target: str | None, args: dict[str, Any], topics: dict[str, int]) -> None:
+        unknown = [t for t in args["topics"] if t not in topics]
+        if unknown:
+            raise ValueError(f"{verb}: undeclared topic {', '.join(map(repr, unknown))}; "
+                             f"declared: {', '.join(topics)}")
+    return check
 
 
 def _resubscribe(run: Run, slot: Any, args: dict[str, Any]) -> bool:
@@ -503,7 +544,14 @@ FAULTS: dict[str, Fault] = {f.verb: f for f in (
     Fault("bounce-protocol", "rolling graceful restart onto group protocol to=consumer|classic (KIP-848)", "none",
           _bounce_protocol, keys={"to": choice("consumer", "classic")}, required=("to",)),
     Fault("resubscribe", "graceful restart subscribed to topics=A,B", "member", _resubscribe,
-          keys={"topics": topic_list}, required=("topics",), check=_check_resubscribe),
+          keys={"topics": topic_list}, required=("topics",), check=_check_topics("resubscribe")),
+    Fault("subscribe", "the member's application changes its subscription to topics=A,B in place", "member",
+          _subscribe, keys={"topics": topic_list}, required=("topics",), check=_check_topics("subscribe"),
+          lines=(Line("subscribe"),)),
+    Fault("stall", "the member's application stops polling for=DUR (its client's threads go on)", "member",
+          _stall, keys={"for": positive_duration_ms}, required=("for",),
+          lines=(Line("stall", looks_dead="yes", healed_by="stall-end", expires_after="max-poll"),
+                 Line("stall-end"))),
     Fault("rotate-leader", "stop the current leader until every kind has led", "none", _rotate_leader,
           keys={"timeout": positive_duration_ms}),
     Fault("chaos", "count=N seeded faults of the chaos picks, gap=DUR apart", "none", _chaos,
@@ -538,6 +586,17 @@ WINDOW_LINES: tuple[str, ...] = tuple(n for n, line in LOG_LINES.items() if line
 #: whatever their length.
 TIMED_DEAD_LOOKING: tuple[str, ...] = tuple(line.name for f in FAULTS.values() if "for" in f.keys
                                             for line in f.lines if line.looks_dead == "yes")
+#: The timed dead-looking lines whose member looks gone only after ``max.poll.interval.ms``, not a session
+#: timeout (``Line.expires_after``: a stalled application keeps heartbeating).
+MAX_POLL_TIMED: tuple[str, ...] = tuple(n for n in TIMED_DEAD_LOOKING if LOG_LINES[n].expires_after == "max-poll")
+
+
+def can_expire(fault: str, lasted_ms: float, session_ms: float, max_poll_ms: float) -> bool:
+    """Whether a dead-looking fault line ``fault`` that lasted ``lasted_ms`` can have made the group take
+    its member for gone: an untimed one always; a timed one when it lasted its ``expires_after`` bound."""
+    if fault not in TIMED_DEAD_LOOKING:
+        return True
+    return lasted_ms >= (max_poll_ms if fault in MAX_POLL_TIMED else session_ms)
 
 
 def unsupported(verbs: Any, backend: str) -> list[str]:

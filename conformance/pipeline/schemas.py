@@ -29,7 +29,7 @@ HISTORY_JSON = _s(
     ("reason", StringType()), ("partitions", ArrayType(ArrayType(StringType()))), ("topic", StringType()),
     ("partition", LongType()), ("first_offset", LongType()), ("last_offset", LongType()), ("count", LongType()),
     ("offsets", ArrayType(ArrayType(StringType()))), ("error", StringType()), ("fatal", BooleanType()),
-    ("poll_ts", DoubleType()),
+    ("poll_ts", DoubleType()), ("seq", LongType()), ("op", StringType()),
 )
 
 FILES = _s(("uri", StringType()), ("run", StringType()), ("file", StringType()))

@@ -394,6 +394,22 @@ class ConsumerProtocolMember(PartitionConsumer):
             self.next_auto_commit = time.monotonic() + config.REFERENCE_AUTO_COMMIT_INTERVAL_MS / 1000.0
             self.commit(sorted(self.fetching), "auto")
 
+    def change_subscription(self, topics: list[str]) -> None:
+        """Subscribe to ``topics`` in place: a full heartbeat carries them now; the broker revokes what
+        the member owns of topics it drops, as for any reassignment."""
+        self.topics = sorted(set(topics))
+        self.sent_owned = None
+        self.hb_due = 0.0
+
+    def stall(self, seconds: float) -> None:
+        """The application stops fetching and committing for ``seconds``; heartbeats go on (a KIP-848
+        client heartbeats from its own thread), so assignment changes are still answered."""
+        deadline = time.monotonic() + seconds
+        while not self.stop_event.is_set() and time.monotonic() < deadline:
+            if time.monotonic() >= self.hb_due:
+                self.heartbeat()
+            self._sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+
     def close(self, reason: str) -> None:
         """Graceful close: commit, ``revoked`` for everything owned, leave (epoch -1, static -2), ``stopped``."""
         if self.fetching:

@@ -39,6 +39,7 @@ from kafka.record import MemoryRecords
 
 from conformance import config
 from conformance.history import now_ms
+from conformance.members.control import ControlReader, serve
 from conformance.reference.assignor import TP
 from conformance.reference.codes import NONE, OFFSET_OUT_OF_RANGE, error_name
 from conformance.reference.connection import Connection, ConnectionLost
@@ -88,7 +89,11 @@ class PartitionConsumer:
         ``stop_event`` is set on the way out, whatever happened."""
         try:
             start()
+            control = ControlReader(self.cfg.control_path)
             while not self.stop_event.is_set():
+                serve(control, self.history, self.stop_event.is_set, self.change_subscription, self.stall)
+                if self.stop_event.is_set():
+                    break
                 self.step()
             self.close("sigterm")
             return 0
@@ -123,6 +128,15 @@ class PartitionConsumer:
     def close(self, reason: str) -> None:
         """Leave the group and record ``stopped`` with ``reason``."""
         raise NotImplementedError
+
+    def change_subscription(self, topics: list[str]) -> None:
+        """Subscribe to ``topics`` in place (the control file's ``subscribe``)."""
+        raise NotImplementedError
+
+    def stall(self, seconds: float) -> None:
+        """The application stops stepping for ``seconds`` (the control file's ``stall``; a stop ends it):
+        the main thread waits; a member whose group duties run on another thread keeps them."""
+        self.stop_event.wait(seconds)
 
     # ------------------------------------------------------------ positions, fetch, commit
 

@@ -447,6 +447,22 @@ class ReferenceMember(PartitionConsumer):
         self.log(f"generation {self.generation} ({self.group_protocol}{', leader' if self.is_leader else ''}): "
                  f"owns {sorted(self.owned)}")
 
+    def change_subscription(self, topics: list[str]) -> None:
+        """Subscribe to ``topics`` in place, as Java's consumer does: the next JoinGroup carries them; a
+        cooperative member first revokes (commit, ``revoked``) what it owns of topics it drops (an eager
+        one revokes everything when it joins)."""
+        self.topics = sorted(set(topics))
+        gone = {tp for tp in self.owned if tp[0] not in self.topics}
+        if self.cooperative and gone:
+            self.commit(sorted(gone & self.fetching), "subscription change")
+            self.history.record("revoked", partitions=[list(tp) for tp in sorted(gone)])
+            for tp in gone:
+                self.positions.pop(tp, None)
+            self.owned -= gone
+            self.fetching -= gone
+            self.stalled -= gone
+        self.request_rejoin(f"subscription changed to {self.topics}")
+
     def _interrupted(self) -> bool:
         return (self.stop_event.is_set() or self.fenced_reason is not None
                 or (self.join_future is not None and self.join_future.done()))

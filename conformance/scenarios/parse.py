@@ -56,6 +56,11 @@ the mix):
                        of each member that moves (``mixing.protocol_moves``),
                        the group settling after each
 ``resubscribe TARGET`` graceful restart subscribed to ``topics=A,B``
+``subscribe TARGET``   the member's application changes its subscription to
+                       ``topics=A,B`` in place (no restart; its control file)
+``stall TARGET``       the member's application stops polling ``for=DUR``
+                       (its client's own threads go on: past
+                       ``max.poll.interval.ms`` the client leaves the group)
 ``rotate-leader``      stop the current leader until every kind has led
 ``chaos``              ``count=N`` seeded random faults, ``gap=DUR``
 ``sleep DUR``          wait

@@ -55,6 +55,7 @@ from conformance.members.harness_config import HarnessConfig
 from conformance.members.kinds import fetch_max_wait_ms, library_version
 from conformance.members.mixing import plan_mix
 from conformance.members.spec import MemberSpec
+from conformance.members.control import ControlWriter
 from conformance.nemesis import Nemesis, NemesisLog
 from conformance.nemesis.faults import FAULTS, Backend
 from conformance.rundir import RunDir
@@ -183,6 +184,7 @@ class CellRun:
                 bootstrap_servers=bootstrap_for(name), group_id=self.group_id,
                 topics=[next(iter(sc.topics))],  # the first declared topic; `resubscribe` changes it
                 history_path=str(self.run_dir.history(name)),
+                control_path=str(self.run_dir.control(name)),
                 assignment_strategies=list(strategies), group_protocol=self._start_protocol(spec),
                 commit_mode=sc.commit_mode,
                 processing_delay_ms=sc.processing_delay_ms,
@@ -420,6 +422,19 @@ class CellRun:
     def note(self, **fields: Any) -> None:
         """Add a note to the manifest: ``fields`` with the time (``ts``) first."""
         self.notes.append({"ts": now_ms(), **fields})
+
+    def command(self, slot: Slot, op: str, **args: Any) -> float | None:
+        """Append a command to ``slot``'s control file (:mod:`conformance.members.control`) and wait, at
+        most :data:`~conformance.config.CONTROL_ACK_TIMEOUT_S`, for the running member's ``control`` event of
+        it: that event's ``ts``, or None when the member did not act on it in time or exited (noted)."""
+        seq = ControlWriter(self.run_dir.control(slot.name)).send(op, now_ms(), **args)
+        event = slot.proc.wait_event("control", config.CONTROL_ACK_TIMEOUT_S, seq=seq)
+        if event is None:
+            self.note(control=slot.name, op=op, seq=seq,
+                      text=f"{slot.name} did not act on control command {seq} ({op}) within "
+                           f"{config.CONTROL_ACK_TIMEOUT_S:.0f} s")
+            return None
+        return float(event["ts"])
 
     # ------------------------------------------------------------------ actions
     def _act(self, a: Action) -> None:

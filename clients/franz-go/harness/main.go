@@ -91,6 +91,7 @@ type Config struct {
 	AutoOffsetReset      string         `json:"auto_offset_reset"`
 	HistoryPath          string         `json:"history_path"`
 	RackID               *string        `json:"rack_id"`
+	ControlPath          *string        `json:"control_path"`
 	Extra                map[string]any `json:"extra"`
 }
 
@@ -446,7 +447,29 @@ func run(cfg *Config, hist *History) int {
 		<-sigs
 		cancel()
 	}()
+	control := newControlReader(cfg.ControlPath)
+	topics := append([]string(nil), cfg.Topics...)
 	for ctx.Err() == nil {
+		// The application's turn between polls: commands of its control file (a stall holds no
+		// rebalance: AllowRebalance ran at the end of the previous turn).
+		serveControl(control, hist.Record, func(ms int64) { sleepUnlessStopped(ms, ctx.Done()) },
+			func(next []string) error {
+				var gone []string
+				for _, t := range topics {
+					if !contains(next, t) {
+						gone = append(gone, t)
+					}
+				}
+				cl.AddConsumeTopics(next...)
+				if len(gone) > 0 {
+					cl.PurgeTopicsFromClient(gone...)
+				}
+				topics = append([]string(nil), next...)
+				return nil
+			})
+		if ctx.Err() != nil {
+			break
+		}
 		pollCtx, pollCancel := context.WithTimeout(ctx, 200*time.Millisecond)
 		pollTs := nowMs()
 		fetches := cl.PollRecords(pollCtx, 500)
@@ -476,6 +499,15 @@ func run(cfg *Config, hist *History) int {
 	cl.CloseAllowingRebalance()
 	hist.Record("stopped", map[string]any{"reason": "sigterm"})
 	return 0
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 func main() {

@@ -40,6 +40,9 @@
 //     Before 1.27.0 there is no Commit(): marks are flushed every second and
 //     at the session's end (commit_marked.go), so `committed` records what
 //     was handed to Sarama, not a finished commit.
+//   - Control file (conformance/members/control.py, read every 200 ms by a goroutine):
+//     `stall` holds every claim before its next batch for ms; `subscribe` ends the current
+//     Consume call and consumes again with the new topics.
 //   - SIGTERM: cancel the Consume context (Cleanup runs), Close() the group
 //     (LeaveGroup unless static), `stopped`, exit 0. A client that cannot be
 //     created writes a fatal `error` and exits 2.
@@ -81,6 +84,7 @@ type Config struct {
 	AutoOffsetReset      string         `json:"auto_offset_reset"`
 	HistoryPath          string         `json:"history_path"`
 	RackID               *string        `json:"rack_id"`
+	ControlPath          *string        `json:"control_path"`
 	Extra                map[string]any `json:"extra"`
 }
 
@@ -159,6 +163,9 @@ type Handler struct {
 	owned     map[tp]bool
 	positions map[tp]int64 // next offset to read
 	committed map[tp]int64 // last offset handed to Commit()
+	// gate is held for writing while the application stalls (its control file's `stall`): every
+	// claim then waits before it processes its next batch, as an application blocked in its work.
+	gate sync.RWMutex
 }
 
 func (h *Handler) sessionContext(s sarama.ConsumerGroupSession) {
@@ -274,6 +281,8 @@ func (h *Handler) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.Consu
 					break drain
 				}
 			}
+			h.gate.RLock() // a stall of the application holds the batch here
+			h.gate.RUnlock()
 			if delay > 0 {
 				time.Sleep(delay * time.Duration(len(batch)))
 			}
@@ -401,8 +410,42 @@ func run(cfg *Config, hist *History) int {
 		cancel()
 	}()
 	handler := &Handler{cfg: cfg, hist: hist, owned: map[tp]bool{}, positions: map[tp]int64{}, committed: map[tp]int64{}}
+	// The subscription and the context of the current Consume call: a `subscribe` command of the
+	// control file ends the call (Sarama's only way to change topics) and the loop consumes again.
+	var subMu sync.Mutex
+	topics := append([]string(nil), cfg.Topics...)
+	var endSession context.CancelFunc = func() {}
+	control := newControlReader(cfg.ControlPath)
+	go func() {
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			serveControl(control, hist.Record, func(ms int64) {
+				handler.gate.Lock()
+				defer handler.gate.Unlock()
+				sleepUnlessStopped(ms, ctx.Done())
+			}, func(next []string) error {
+				subMu.Lock()
+				defer subMu.Unlock()
+				topics = append([]string(nil), next...)
+				endSession()
+				return nil
+			})
+		}
+	}()
 	for ctx.Err() == nil {
-		err := group.Consume(ctx, cfg.Topics, handler)
+		subMu.Lock()
+		sessionCtx, cancelSession := context.WithCancel(ctx)
+		endSession = cancelSession
+		current := append([]string(nil), topics...)
+		subMu.Unlock()
+		err := group.Consume(sessionCtx, current, handler)
+		cancelSession()
 		if err != nil {
 			if errors.Is(err, sarama.ErrClosedConsumerGroup) {
 				break

@@ -16,6 +16,7 @@ from conformance.nemesis.faults import (
     HEAL_OF,
     HEALED_BY_NEXT_LINE,
     LOG_LINES,
+    MAX_POLL_TIMED,
     SILENCING_TOXICS,
     STOP_LINES,
     TIMED_DEAD_LOOKING,
@@ -112,13 +113,16 @@ def fault_windows(t: Tables):
 
 def session_expiring_windows(t: Tables):
     """The windows of :func:`fault_windows` whose fault lasted long enough to expire its member's
-    session: a fault of :data:`~conformance.nemesis.faults.TIMED_DEAD_LOOKING` (a pause, a cut, a disconnect)
-    only when it lasted at least a session timeout (invocation to heal, or to the run's end); every
-    other dead-looking fault (a broker restart or kill; a toxic that passes the toxic rule) always."""
-    tm = timing(t.cells).select("run", "session_ms")
+    session: a fault of :data:`~conformance.nemesis.faults.TIMED_DEAD_LOOKING` (a pause, a cut, a disconnect,
+    a stall) only when it lasted at least its bound (invocation to heal, or to the run's end): a session
+    timeout, or for a stall (:data:`~conformance.nemesis.faults.MAX_POLL_TIMED`) the max poll interval;
+    every other dead-looking fault (a broker restart or kill; a toxic that passes the toxic rule) always.
+    The same rule as :func:`conformance.nemesis.faults.can_expire`."""
+    tm = timing(t.cells).select("run", "session_ms", "max_poll_ms")
+    bound = F.when(F.col("fault").isin(*MAX_POLL_TIMED), F.col("max_poll_ms")).otherwise(F.col("session_ms"))
     return (fault_windows(t).join(tm, "run")
-            .where(~F.col("fault").isin(*TIMED_DEAD_LOOKING) | (F.col("lasted_ms") >= F.col("session_ms")))
-            .drop("session_ms"))
+            .where(~F.col("fault").isin(*TIMED_DEAD_LOOKING) | (F.col("lasted_ms") >= bound))
+            .drop("session_ms", "max_poll_ms"))
 
 
 def _toxic_can_look_dead(details, session_ms, heartbeat_ms):

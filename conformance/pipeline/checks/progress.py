@@ -60,7 +60,11 @@ Scope and exemptions:
   the member needs up to a session timeout to learn whether it still owns the
   partition. A pause or cut shorter than the session opens no window: the
   group never noticed it, and its own length is all it can add to a stall,
-  far inside the bound. A stall longer than the bound only because of such
+  far inside the bound. A stall of the owner's application (``stall``: it
+  stops polling, its client keeps heartbeating) opens a window only when it
+  lasted the max poll interval, after which the client leaves or is dropped;
+  a shorter one adds less than the max poll interval, the bound's own term
+  for a member that polls as rarely as it may. A stall longer than the bound only because of such
   time is reported as allowed (rule ``P1/fault-window``); one whose time
   outside the windows and the owner's rebalances, summed over the whole
   stall, exceeds the bound is a violation, however they cut it up

@@ -38,6 +38,7 @@ final class HarnessConfig {
     final String autoOffsetReset;
     final String historyPath;
     final String rackId;
+    final String controlPath;
     final Map<String, Object> extra;
 
     private final String path;
@@ -66,6 +67,7 @@ final class HarnessConfig {
         autoOffsetReset = str("auto_offset_reset", false);
         historyPath = str("history_path", false);
         rackId = str("rack_id", true);
+        controlPath = raw.containsKey("control_path") ? str("control_path", true) : null;
         Object e = raw.get("extra");
         extra = e instanceof Map ? (Map<String, Object>) e : Collections.emptyMap();
         if (!List.of("auto", "sync-batch", "on-revoke").contains(commitMode)) {

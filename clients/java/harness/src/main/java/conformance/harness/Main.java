@@ -180,7 +180,10 @@ public final class Main {
     }
 
     private void loop() throws Fatal {
+        Control control = new Control(cfg.controlPath, history);
         while (running) {
+            control.serve(() -> !running, topics -> consumer.subscribe(topics, new Listener()));
+            if (!running) return;
             ConsumerRecords<byte[], byte[]> records;
             double pollTs = History.nowMs();
             try {
