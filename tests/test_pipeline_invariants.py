@@ -104,6 +104,9 @@ def test_allowed_anomalies_pass(judged):
     assert _inv(judged, "break-r2-allowed", "R2")["status"] == "pass"
     # Sarama-style: the broker restart cut the session; what it revoked comes back.
     assert _inv(judged, "break-r3-allowed", "R3")["status"] == "pass"
+    # m1's application stalled for its whole max poll interval: its client could leave the group.
+    r3 = _inv(judged, "break-r3-max-poll-stall-allowed", "R3")
+    assert r3["status"] == "pass" and [f["allowed_by"] for f in r3["allowed"]] == ["R3/fault-window"], r3
     # The broker restart cut m1's session: R4 does not time that revoke (V1 judges the recovery).
     assert _inv(judged, "break-r4-broker-allowed", "R4")["status"] == "pass"
     # Eager members declared nothing: the leader had no ownership to keep.

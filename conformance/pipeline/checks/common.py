@@ -103,7 +103,9 @@ def formed_by_end(t: Tables):
 
 def fault_windows(t: Tables):
     """(run, fault, target, w_start, w_end, healed_ts, t0, lasted_ms) during which ``target`` (a member,
-    or ``broker``) may look dead to the group: from a :data:`DEAD_LOOKING` fault's invocation to its heal
+    or ``broker``) may look dead to the group: a stall only when it lasted the max poll interval (a
+    shorter one keeps its member in the group: it heartbeats, and its own client's clock has not run
+    out); from a :data:`DEAD_LOOKING` fault's invocation to its heal
     (``healed_ts``; the run's end when nothing healed it) plus a session timeout and a heartbeat, the time
     the group and the member need to notice; ``t0`` is the run's start (messages give times from it),
     ``lasted_ms`` the fault's own length (invocation to heal). Built once per Tables (R2, R3, R4, D3, P1
@@ -145,7 +147,7 @@ _BY_TOXIC_RULE = tuple(n for n in DEAD_LOOKING if LOG_LINES[n].looks_dead == BY_
 
 
 def _build_fault_windows(t: Tables):
-    tm = timing(t.cells).select("run", "session_ms", "heartbeat_ms")
+    tm = timing(t.cells).select("run", "session_ms", "heartbeat_ms", "max_poll_ms")
     inv = (t.nemesis.where((F.col("phase") == "invoke") & F.col("fault").isin(*DEAD_LOOKING)).join(tm, "run")
            .where(~F.col("fault").isin(*_BY_TOXIC_RULE)
                   | _toxic_can_look_dead(F.col("details"), F.col("session_ms"), F.col("heartbeat_ms")))
@@ -160,8 +162,11 @@ def _build_fault_windows(t: Tables):
                                                      & (F.col("h_ts") > F.col("w_start")))))))
     healed = joined.groupBy("run", "line", "fault", "target", "w_start").agg(F.min("h_ts").alias("heal_ts"))
     t0 = t.cells.select("run", "start_ts")
+    lasted = F.greatest(F.coalesce("heal_ts", "run_end_ts"), F.col("w_start")) - F.col("w_start")
     return (inv.join(healed, ["run", "line", "fault", "target", "w_start"], "left").join(tm, "run")
             .join(t.run_end, "run").join(t0, "run", "left")
+            # A stall (its member heartbeats on) makes it look dead only once it lasted max.poll.interval.ms.
+            .where(~F.col("fault").isin(*MAX_POLL_TIMED) | (lasted >= F.col("max_poll_ms")))
             .select("run", "fault", "target", "w_start",
                     (F.greatest(F.coalesce("heal_ts", "run_end_ts"), F.col("w_start"))
                      + F.col("session_ms") + F.col("heartbeat_ms")).alias("w_end"),
