@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "conformance.planning.command",
     "conformance.run.command",
     "conformance.run.corpus",
+    "conformance.run.hunt",
     "conformance.report.command",
     "conformance.mutation_score",
 )
