@@ -31,6 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "conformance.run.command",
     "conformance.run.corpus",
     "conformance.run.hunt",
+    "conformance.run.shrink",
     "conformance.report.command",
     "conformance.mutation_score",
 )

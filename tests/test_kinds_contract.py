@@ -38,8 +38,8 @@ import pytest
 from conformance import config
 from conformance.cluster import Cluster
 from conformance.cluster.supervisor import Supervisor
-from conformance.members import kinds
 from conformance.history import now_ms
+from conformance.members import kinds
 from conformance.members.control import ControlWriter
 from conformance.members.harness_config import HarnessConfig
 from conformance.members.kinds import KIND_MODULES, kind_module, release_tuple

@@ -32,8 +32,8 @@ from conformance.errors import UsageError, one_line
 from conformance.members import kinds
 from conformance.members.spec import MemberSpec, parse_specs
 from conformance.preflight import MAX_SEED, preflight, seed
-from conformance.rundir import new_run_id
 from conformance.run.matrix import MatrixInterrupted, MatrixResult, run_matrix
+from conformance.rundir import new_run_id
 from conformance.scenarios.catalog import get_scenario
 from conformance.scenarios.runner import BACKENDS, Cell
 from conformance.signatures import Seen, tally

@@ -51,11 +51,11 @@ from conformance import __version__, config
 from conformance.cluster.supervisor import Supervisor, describe_exit
 from conformance.errors import SuiteError
 from conformance.history import now_ms
+from conformance.members.control import ControlWriter
 from conformance.members.harness_config import HarnessConfig
 from conformance.members.kinds import fetch_max_wait_ms, library_version
 from conformance.members.mixing import plan_mix
 from conformance.members.spec import MemberSpec
-from conformance.members.control import ControlWriter
 from conformance.nemesis import Nemesis, NemesisLog
 from conformance.nemesis.faults import FAULTS, Backend
 from conformance.rundir import RunDir
