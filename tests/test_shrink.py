@@ -107,3 +107,33 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys, argv, says) ->
     err = capsys.readouterr().err.strip()
     assert says in err and len(err.splitlines()) == 1, err
     assert not (tmp_path / "r").exists()
+
+
+def test_a_draft_quotes_the_wire_lines_and_the_error_lines_it_names(tmp_path: Path) -> None:
+    # The finding names wire line 2; the culprit's history has one error event and its log one
+    # error line among others: each is quoted with its file and line, nothing paraphrased.
+    from conformance.report.bug_draft import draft
+    from conformance.signatures import tally
+
+    run = tmp_path / "cell"
+    (run / "members").mkdir(parents=True)
+    (run / "logs").mkdir()
+    (run / "manifest.json").write_text(json.dumps({"broker_version": "4.4.0", "start_ts": 1000.0, "members": [
+        {"name": "m0-sarama", "spec": "sarama@1.30.0", "library_version": "1.30.0"},
+        {"name": "m1-java", "spec": "java@2.4.1", "library_version": "2.4.1"}]}))
+    (run / "wire.jsonl").write_text('{"api":"JoinGroup"}\n{"api":"SyncGroup","generation":3}\n')
+    (run / "members" / "m0-sarama.jsonl").write_text(
+        '{"event":"started"}\n{"event": "error", "error": "kafka: insufficient data to decode packet"}\n')
+    (run / "logs" / "m0-sarama.log").write_text("joining\npanic: runtime error\nok\n")
+    finding = {"culprit": "m0-sarama", "harmed": ["m1-java"], "members": ["m0-sarama"],
+               "message": "m0-sarama led generation 3 and sent no SyncGroup: ...",
+               "evidence": {"join_wire_line": 2, "leader_errors": ["insufficient data"]}}
+    verdict = {"member_specs": {"m0-sarama": "sarama@1.30.0", "m1-java": "java@2.4.1"}, "broker_version": "4.4.0",
+               "invariants": {"L1": {"status": "fail", "violations": [finding]}}}
+    target = tally([verdict])[0].signature
+    page = draft(verdict, run, target, "conformance run --scenario x", "2 of 3")
+    assert page.startswith("# sarama: culprit led generation N and sent no SyncGroup (draft)")
+    assert "- m0-sarama: `sarama@1.30.0` (library 1.30.0)" in page and "Apache Kafka 4.4.0" in page
+    assert 'wire.jsonl:2  {"api":"SyncGroup","generation":3}' in page
+    assert "members/m0-sarama.jsonl:2" in page and "logs/m0-sarama.log:2  panic: runtime error" in page
+    assert "logs/m0-sarama.log:1" not in page and "m1-java:\n\n```\n(none)\n```" in page

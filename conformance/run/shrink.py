@@ -13,7 +13,9 @@ few tries left to reach 2).
 Guarantees: nothing is reported that was not replayed: every candidate tried is in ``shrink.json``
 and ``shrink.md`` with its replays (run directories) and how many failed; the result is the last
 candidate that still failed, written as ``shrunk.scenario`` with the command that replays it. Each
-replay batch is a matrix run in the shrink's directory ``<runs>/<run-id>-shrink/``. A mistake in
+replay batch is a matrix run in the shrink's directory ``<runs>/<run-id>-shrink/``, which also gets
+``draft.md``, a bug report's draft from a failing replay of the result
+(:mod:`conformance.report.bug_draft`). A mistake in
 the input is one line and exit 2 before anything starts; Ctrl-C stops the replay, keeps what was
 tried and exits 130. Exit 0 when the explicit schedule reproduced the failure (the result is the
 smallest candidate that still failed).
@@ -34,6 +36,7 @@ from conformance.errors import UsageError, one_line
 from conformance.members.spec import MemberSpec
 from conformance.pipeline.matrix import failing_findings, known_findings
 from conformance.preflight import preflight
+from conformance.report.bug_draft import draft
 from conformance.run.command import cells_from_manifests
 from conformance.run.matrix import MatrixInterrupted, judge_and_report, run_matrix
 from conformance.rundir import new_run_id
@@ -72,6 +75,7 @@ class Tried:
     schedule: Schedule
     how: str
     replays: list[tuple[str, bool]] = field(default_factory=list)   # (run_dir, failed with the target)
+    example: dict[str, Any] | None = None   # the verdict of a replay that failed with the target
 
     @property
     def failed(self) -> int:
@@ -197,7 +201,10 @@ def _replay(t: Tried, cell: Cell, target: Signature, root: Path, args: argparse.
 
 def _record(t: Tried, verdicts: list[dict[str, Any]], target: Signature) -> None:
     for v in verdicts:
-        t.replays.append((str(v.get("run_dir")), any(s.signature == target for s in tally([v]))))
+        failed = any(s.signature == target for s in tally([v]))
+        t.replays.append((str(v.get("run_dir")), failed))
+        if failed and t.example is None:
+            t.example = v
 
 
 def replay_command(root: Path, cell: Cell, result: Schedule) -> str:
@@ -218,6 +225,12 @@ def write_report(root: Path, cell: Cell, target: Signature, tried: list[Tried], 
         data["shrunk_failed"] = f"{best.failed} of {len(best.replays)}"
         lines += [f"Smallest failing schedule: {result.describe()}, failed {best.failed} of {len(best.replays)} replays.",
                   "", f"Replay: `{data['replay']}`", "", "```", result.render().rstrip(), "```", ""]
+        if best.example is not None:
+            page = draft(best.example, Path(str(best.example.get("run_dir"))), target, data["replay"],
+                         data["shrunk_failed"])
+            (root / "draft.md").write_text(page, encoding="utf-8")
+            data["draft"] = str(root / "draft.md")
+            lines += [f"A bug report's draft from one of its failing replays: {root / 'draft.md'}", ""]
     else:
         lines += ["The executed schedule, replayed, did not fail with this signature in 2 replays: nothing to shrink.", ""]
     lines += ["| candidate | how | schedule | failed | still fails |", "|---|---|---|---|---|"]
