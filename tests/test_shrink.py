@@ -137,3 +137,22 @@ def test_a_draft_quotes_the_wire_lines_and_the_error_lines_it_names(tmp_path: Pa
     assert 'wire.jsonl:2  {"api":"SyncGroup","generation":3}' in page
     assert "members/m0-sarama.jsonl:2" in page and "logs/m0-sarama.log:2  panic: runtime error" in page
     assert "logs/m0-sarama.log:1" not in page and "m1-java:\n\n```\n(none)\n```" in page
+
+
+def test_a_shrink_keeps_the_culprit_and_those_its_first_finding_harmed() -> None:
+    # One signature, two findings: the leader gave away partitions to m1 in one round and to m2 in
+    # another. The failure kept is the first; m2 may go.
+    from conformance.run.shrink import target_of
+
+    def r1(to: str) -> dict:
+        return {"culprit": "m0-reference", "harmed": [to], "members": ["m0-reference", to], "evidence": {},
+                "message": f"leader m0-reference of cooperative generation 2 gave orders-1 to {to} although "
+                           "m0-reference validly declared them owned (declared generation 1)"}
+
+    verdict = {"run_dir": "cell", "member_specs": {"m0-reference": "reference@0.1.0", "m1-java": "java@4.4.0",
+                                                   "m2-sarama": "sarama@1.61.1"},
+               "invariants": {"R1": {"status": "fail", "violations": [r1("m1-java"), r1("m2-sarama")]}}}
+    target, names = target_of(verdict, "R1")
+    assert target.invariant == "R1" and names == {"m0-reference", "m1-java"}
+    with pytest.raises(Exception, match="no failing finding of L1"):
+        target_of(verdict, "L1")

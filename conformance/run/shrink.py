@@ -5,7 +5,7 @@ The target is one signature (:mod:`conformance.signatures`) of the cell's verdic
 one, or the first of ``--check INV``. The cell's executed schedule becomes an explicit scenario,
 which is replayed first: when it does not fail with the target, the shrink stops there (exit 1).
 Then, while a pass finds a smaller failing candidate: fewer faults (delta debugging over the fault
-units), fewer members (never the culprit nor a member the target finding harmed), shorter sleeps,
+units), fewer members (never the culprit nor a member the target's first finding harmed), shorter sleeps,
 fewer partitions. A candidate **still fails** when at least 2 of ``--tries`` K replays (default 3)
 fail with the target signature; replays stop as soon as the answer is known (2 failures, or too
 few tries left to reach 2).
@@ -102,17 +102,15 @@ def _verdict_of(run_dir: Path, root: Path, spark_master: str | None) -> dict[str
 
 
 def target_of(verdict: dict[str, Any], check: str | None) -> tuple[Signature, set[str]]:
-    """The signature to keep and the members (names) it names as culprit or harmed, in any finding of it."""
+    """The signature to keep and the members (names) its first finding names as culprit or harmed (the
+    failure a shrink keeps is that one; the signature's other findings may have harmed others)."""
     found = [s.signature for s in tally([verdict]) if check is None or s.signature.invariant == check]
     if not found:
         raise UsageError(f"{verdict.get('run_dir')}: no failing finding" + (f" of {check}" if check else "")
                          + " to shrink")
     target = found[0]
-    names: set[str] = set()
-    for f in failing_findings(verdict) + known_findings(verdict):
-        if signature(verdict, f) == target:
-            names |= {f.get("culprit") or "", *(f.get("harmed") or [])}
-    return target, names - {""}
+    first = next(f for f in failing_findings(verdict) + known_findings(verdict) if signature(verdict, f) == target)
+    return target, {first.get("culprit") or "", *(first.get("harmed") or [])} - {""}
 
 
 def _candidates(current: Schedule, keep: set[int], topics: dict[str, int]) -> Iterator[tuple[str, Schedule]]:
