@@ -147,20 +147,24 @@ def r3_allowed(b: CooperativeRun) -> Path:
     return b.closing()
 
 
-@story(fails=("R3", ["m1 had t-0 revoked and then assigned back"]))
-def r3_short_stall(b: CooperativeRun) -> Path:
-    """As r3, with m1's application stalled from 11.0 to 11.4 s: far below its max poll interval,
-    m1 stayed in the group and heartbeated, so the stall opens no fault window and excuses nothing."""
+def _r3_beside_stall(b: CooperativeRun, start: float, end: float) -> Path:
     b.opening()
     b.generation_2()
     b.sync_2()
     b.m1_commits_2()
-    b.fault(11000, "stall", "m1", ms=400)
-    b.fault(11400, "stall-end", "m1", phase="heal")
+    b.fault(start, "stall", "m1", ms=end - start)
+    b.fault(end, "stall-end", "m1", phase="heal")
     b.revoked("m1", 11300, [(T, 0)])
     b.assigned("m1", 11350, [(T, 0)])
     b.follow_up()
     return b.closing()
+
+
+@story(fails=("R3", ["m1 had t-0 revoked and then assigned back"]))
+def r3_short_stall(b: CooperativeRun) -> Path:
+    """As r3, with m1's application stalled from 11.0 to 11.4 s: far below its max poll interval,
+    m1 stayed in the group and heartbeated, so the stall opens no fault window and excuses nothing."""
+    return _r3_beside_stall(b, 11000, 11400)
 
 
 @story()
@@ -168,16 +172,7 @@ def r3_max_poll_stall_allowed(b: CooperativeRun) -> Path:
     """As r3_short_stall, but the stall lasts from 1 s to 31 s, the max poll interval: its client
     could leave the group, so its window (to 31 s plus a session and a heartbeat) covers the revoke
     and the assignment back. Allowed by R3/fault-window."""
-    b.opening()
-    b.generation_2()
-    b.sync_2()
-    b.m1_commits_2()
-    b.fault(1000, "stall", "m1", ms=30000)
-    b.fault(31000, "stall-end", "m1", phase="heal")
-    b.revoked("m1", 11300, [(T, 0)])
-    b.assigned("m1", 11350, [(T, 0)])
-    b.follow_up()
-    return b.closing()
+    return _r3_beside_stall(b, 1000, 31000)
 
 
 def _regrouped(b: CooperativeRun, *, retained: bool, unnamed: bool) -> Path:
