@@ -27,11 +27,11 @@ from conformance.members import kinds
 from conformance.members.spec import MemberSpec, parse_specs
 from conformance.preflight import MAX_SEED, preflight, seed
 from conformance.run.matrix import MatrixInterrupted, build_cells, run_matrix, summary_table
+from conformance.run.options import add_cell_options
 from conformance.scenarios.catalog import get_scenario, is_builtin, scenario_names
 from conformance.scenarios.model import Scenario
 from conformance.scenarios.parse import load_scenario
 from conformance.scenarios.runner import BACKENDS, Cell
-from conformance.spark_master import FORMS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -46,21 +46,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--plan", type=Path, default=None, metavar="FILE",
                    help="run the cells of a plan file (conformance plan) instead of --scenario/--clients/--broker/--seed")
     p.add_argument("--shard", default=None, metavar="I/N", help="with --plan: only the plan's shard I of N")
-    p.add_argument("--runs-dir", type=Path, default=None,
-                   help=f"where the run directory goes (created if missing; default {config.RUNS_DIR})")
-    p.add_argument("--spark-master", default=None, metavar="URL",
-                   help=f"Spark master URL for judging (default {config.SPARK_MASTER}): {FORMS}")
-    p.add_argument("--backend", choices=BACKENDS, default="processes",
-                   help="run broker, toxiproxy and members as local processes (default) or as containers "
-                        "on a Docker engine")
+    add_cell_options(p, "the run directory")
     p.set_defaults(func=run)
 
     r = subparsers.add_parser("reproduce", help="run a run directory's scenario, mix, broker and seed again")
     r.add_argument("run_dir", type=Path, help="a cell's run directory (holding manifest.json) or a matrix directory")
-    r.add_argument("--runs-dir", type=Path, default=None,
-                   help=f"where the new run directory goes (created if missing; default {config.RUNS_DIR})")
-    r.add_argument("--spark-master", default=None, metavar="URL",
-                   help=f"Spark master URL for judging (default {config.SPARK_MASTER}): {FORMS}")
+    add_cell_options(r, "the new run directory", backend=False)
     r.set_defaults(func=reproduce)
 
 

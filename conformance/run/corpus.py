@@ -17,14 +17,13 @@ import json
 import sys
 from pathlib import Path
 
-from conformance import config
 from conformance.corpus import CORPUS_DIR, Entry, Outcome, load_corpus, outcome, to_json
 from conformance.errors import one_line
 from conformance.preflight import preflight
 from conformance.report.corpus import render_html, render_markdown, render_text
 from conformance.run.matrix import MatrixInterrupted, MatrixResult, run_dir_names, run_matrix
-from conformance.scenarios.runner import BACKENDS, Cell, reproduce_command
-from conformance.spark_master import FORMS
+from conformance.run.options import add_cell_options
+from conformance.scenarios.runner import Cell, reproduce_command
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,12 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--only", action="append", metavar="ID", help="only this entry (repeatable); default: every entry")
     p.add_argument("--list", action="store_true", help="list the entries and their cells; run nothing")
     p.add_argument("--corpus-dir", type=Path, default=CORPUS_DIR, help=f"the entries' folder (default {CORPUS_DIR})")
-    p.add_argument("--runs-dir", type=Path, default=None,
-                   help=f"where the run directory goes (created if missing; default {config.RUNS_DIR})")
-    p.add_argument("--spark-master", default=None, metavar="URL",
-                   help=f"Spark master URL for judging (default {config.SPARK_MASTER}): {FORMS}")
-    p.add_argument("--backend", choices=BACKENDS, default="processes",
-                   help="run the cells as local processes (default) or as containers on a Docker engine")
+    add_cell_options(p, "the run directory")
     p.set_defaults(func=corpus)
 
 

@@ -33,11 +33,11 @@ from conformance.members import kinds
 from conformance.members.spec import MemberSpec, parse_specs
 from conformance.preflight import MAX_SEED, preflight, seed
 from conformance.run.matrix import MatrixInterrupted, MatrixResult, run_matrix
+from conformance.run.options import add_cell_options
 from conformance.rundir import new_run_id
 from conformance.scenarios.catalog import get_scenario
-from conformance.scenarios.runner import BACKENDS, Cell
+from conformance.scenarios.runner import Cell
 from conformance.signatures import Seen, tally
-from conformance.spark_master import FORMS
 from conformance.values import positive_duration_ms
 
 DEFAULT_CELLS = 20
@@ -60,12 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help=f"cells judged together (default {DEFAULT_BATCH})")
     p.add_argument("--seed", type=seed, default=None,
                    help=f"the hunt's seed, from which every cell's is drawn, 0 to {MAX_SEED} (default: random, recorded)")
-    p.add_argument("--runs-dir", type=Path, default=None,
-                   help=f"where the hunt's directory goes (created if missing; default {config.RUNS_DIR})")
-    p.add_argument("--spark-master", default=None, metavar="URL",
-                   help=f"Spark master URL for judging (default {config.SPARK_MASTER}): {FORMS}")
-    p.add_argument("--backend", choices=BACKENDS, default="processes",
-                   help="run the cells as local processes (default) or as containers on a Docker engine")
+    add_cell_options(p, "the hunt's directory")
     p.set_defaults(func=hunt)
 
 

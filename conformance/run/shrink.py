@@ -39,12 +39,12 @@ from conformance.preflight import preflight
 from conformance.report.bug_draft import draft
 from conformance.run.command import cells_from_manifests
 from conformance.run.matrix import MatrixInterrupted, judge_and_report, run_matrix
+from conformance.run.options import add_cell_options
 from conformance.rundir import new_run_id
 from conformance.scenarios.parse import load_scenario
 from conformance.scenarios.runner import Cell
 from conformance.shrink import Schedule, fewer_faults, fewer_members, fewer_partitions, schedule_of, shorter_gaps
 from conformance.signatures import Signature, signature, tally
-from conformance.spark_master import FORMS
 
 DEFAULT_TRIES = 3
 DEFAULT_CANDIDATES = 30
@@ -60,10 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help=f"replays per candidate; it still fails when 2 of them do (default {DEFAULT_TRIES})")
     p.add_argument("--candidates", type=int, default=DEFAULT_CANDIDATES, metavar="N",
                    help=f"try at most N candidates (default {DEFAULT_CANDIDATES})")
-    p.add_argument("--runs-dir", type=Path, default=None,
-                   help=f"where the shrink's directory goes (default {config.RUNS_DIR})")
-    p.add_argument("--spark-master", default=None, metavar="URL",
-                   help=f"Spark master URL for judging (default {config.SPARK_MASTER}): {FORMS}")
+    add_cell_options(p, "the shrink's directory", backend=False)
     p.set_defaults(func=shrink)
 
 
