@@ -99,6 +99,17 @@ def test_e3_unknown_userdata_is_a_warning_not_a_failure(judged):
     assert _inv(judged, "clean", "E3")["violations"] == []
 
 
+def test_an_overlap_names_the_leader_whose_move_made_it(judged):
+    # r2_moved_by_leader: generation 2's leader m1 gave t-2 to m2 while m1 validly declared it (R1);
+    # the overlap that follows is the leader's. In r2, m2 took t-2 with no SyncGroup giving it: the
+    # evidence cannot tell who held on too long, so R2 names no culprit and implicates the two owners.
+    moved = _inv(judged, "break-r2-moved-by-leader", "R2")["violations"]
+    assert [(v["culprit"], v["harmed"], v["members"]) for v in moved] == [("m1", ["m1", "m2"], ["m1", "m2"])], moved
+    assert isinstance(moved[0]["evidence"]["moved_by_wire_line"], int)
+    unknown = _inv(judged, "break-r2", "R2")["violations"]
+    assert [(v["culprit"], v["harmed"]) for v in unknown] == [(None, [])] and "culprit unknown" in unknown[0]["message"]
+
+
 def test_allowed_anomalies_pass(judged):
     # The overlap happens while m1 is paused: the group may move t-2.
     assert _inv(judged, "break-r2-allowed", "R2")["status"] == "pass"

@@ -23,6 +23,23 @@ def r1(b: CooperativeRun) -> Path:
     return b.closing()
 
 
+@story(fails=("R2", ["m1 and m2 both owned t-2; first overlap t-2 for 150 ms (kept by m1): leader m1 gave it to one "
+                     "while the other validly declared it (R1; its SyncGroup: wire.jsonl:"]))
+def r2_moved_by_leader(b: CooperativeRun) -> Path:
+    """As r1, and m2 takes t-2 from that SyncGroup (11.25 s) while m1 keeps it until its revoke
+    (11.4 s): the overlap is the leader's move, so R2 names the leader, m1, as its culprit."""
+    b.opening()
+    b.generation_2()
+    b.sync_2({"m1": ALL4[:2], "m2": [(T, 2)]})
+    b.m1_commits_2()
+    b.assigned("m2", 11250, [(T, 2)])
+    b.m1_revokes_t2_t3()
+    b.generation_3(b.subscriptions_3(m2_owns=[(T, 2)]))
+    b.sync_3()
+    b.m2_takes([(T, 3)])
+    return b.closing()
+
+
 def _m2_takes_t2_early(b: CooperativeRun) -> Path:
     """m2 records t-2 assigned at 11.25 s, before m1 revokes it (11.4 s); m2 then declares t-2 in
     generation 3 (no SyncGroup gave it t-2: E5's stale claim too) and records only t-3 new."""

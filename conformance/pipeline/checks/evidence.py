@@ -162,6 +162,8 @@ EVIDENCE: dict[str, dict[str, Key]] = {
     ),
     "R2": _keys(
         Key("overlaps", list, "up to 20 overlaps: {partition, from, to, ended_by, kept_by}"),
+        Key("moved_by_wire_line", int, "the SyncGroup (wire.jsonl line) in which the culprit leader gave the "
+                                       "partition to one owner while the other validly declared it (R1)"),
         Key("from", float, "start (epoch ms) of the overlap"),
         Key("to", float, "end (epoch ms) of the overlap"),
         Key("kept_by", str, "the member that kept the partition", nullable=True),

@@ -69,7 +69,12 @@ Scope and allowed findings (each rule named in :mod:`conformance.pipeline.checks
   an upgrade stopped halfway rightly ends eager.
 
 Culprits: R1 names the leader that gave a validly claimed partition to
-another member. R4 names the one member a SyncGroup response gave the revoked
+another member. R2 names that leader for an overlap its move made: the
+partition was given, in a round before the overlap began, to one of its two
+owners while the other validly declared it (an R1 violation); the overlap's
+message and evidence name that SyncGroup. An overlap no such move explains
+names no culprit (either owner may have held on too long, or a leader
+handed it out too soon): the matrix marks only the pair of its two owners. R4 names the one member a SyncGroup response gave the revoked
 partition to that never took it; when nobody was given it, the revoker, if it
 sent no JoinGroup after the SyncGroup response that took the partition away
 (KIP-429: a member that revokes rejoins at once, so the follow-up round can
@@ -106,7 +111,14 @@ from conformance.pipeline.consumer_group import in_consumer_period
 from conformance.pipeline.derived import Tables, is_cooperative
 
 
-def check_r1(t: Tables) -> list[dict]:
+def _r1_moves(t: Tables):
+    """(run, generation, leader, to, claimant, tps, ts, sub_gen, claimant_id, claim_line, sync_line,
+    assignment_hex): R1's violations, one row per leader, round, receiver and valid claimant (built once:
+    R2 reads it to name the leader whose move made an overlap)."""
+    return t.shared("r1-moves", lambda: _build_r1_moves(t))
+
+
+def _build_r1_moves(t: Tables):
     coop = t.generations.where("cooperative").select("run", "generation", "leader")
     claims = (t.subscriptions.where((F.col("source") == "leader-view") & F.col("decode_error").isNull())
               .join(coop, ["run", "generation"])
@@ -126,13 +138,17 @@ def check_r1(t: Tables) -> list[dict]:
                      F.coalesce("subject", "subject_member_id").alias("to"), "ts", "line", "assignment_hex",
                      F.explode("partitions").alias("tp"))
              .select("*", "tp.topic", "tp.partition").drop("tp"))
-    bad = t.collect(given.join(valid, ["run", "generation", "topic", "partition"])
-           .where(F.col("to_id") != F.col("subject_member_id"))
-           .groupBy("run", "generation", "leader", "to", "claimant")
-           .agg(F.collect_list(F.struct("topic", "partition")).alias("tps"), F.min("ts").alias("ts"),
-                F.first("sub_gen").alias("sub_gen"), F.min("subject_member_id").alias("claimant_id"),
-                F.min("claim_line").alias("claim_line"), F.min("line").alias("sync_line"),
-                F.min("assignment_hex").alias("assignment_hex")))
+    return (given.join(valid, ["run", "generation", "topic", "partition"])
+            .where(F.col("to_id") != F.col("subject_member_id"))
+            .groupBy("run", "generation", "leader", "to", "claimant")
+            .agg(F.collect_list(F.struct("topic", "partition")).alias("tps"), F.min("ts").alias("ts"),
+                 F.first("sub_gen").alias("sub_gen"), F.min("subject_member_id").alias("claimant_id"),
+                 F.min("claim_line").alias("claim_line"), F.min("line").alias("sync_line"),
+                 F.min("assignment_hex").alias("assignment_hex")))
+
+
+def check_r1(t: Tables) -> list[dict]:
+    bad = t.collect(_r1_moves(t))
     out = []
     for r in bad:
         parts = [[x["topic"], x["partition"]] for x in r["tps"]]
@@ -260,8 +276,19 @@ def check_r2(t: Tables) -> list[dict]:
                                             "r_ts").alias("why")))
     bad = ov.join(covered.select(*keys), keys, "left_anti")
     excused = ov.join(covered, keys)
+    # The leader behind an overlap: an R1 move of that partition, in a round before the overlap began,
+    # to one of its two owners while the other validly declared it (the first such move, by time).
+    moves = (_r1_moves(t).select("run", F.col("leader").alias("mover"), "to", "claimant", F.col("ts").alias("m_ts"),
+                                 F.col("sync_line").alias("m_line"), F.explode("tps").alias("tp"))
+             .select("*", "tp.topic", "tp.partition").drop("tp"))
+    pair = (((F.col("m1") == F.col("to")) & (F.col("m2") == F.col("claimant")))
+            | ((F.col("m2") == F.col("to")) & (F.col("m1") == F.col("claimant"))))
+    caused = (bad.join(moves, ["run", "topic", "partition"]).where(pair & (F.col("m_ts") <= F.col("ov_start")))
+              .groupBy(*keys).agg(F.min_by(F.struct("mover", "m_line"), "m_ts").alias("cause")))
+    bad = bad.join(caused, keys, "left")
     case = F.struct("topic", "partition", "ov_start", "ov_end", "r1", "r2", "kept_by")
-    bad = bad.groupBy("run", "m1", "m2").agg(F.collect_list(case).alias("cases"))
+    bad = (bad.groupBy("run", "m1", "m2", F.col("cause.mover").alias("mover"))
+           .agg(F.collect_list(case).alias("cases"), F.min("cause.m_line").alias("m_line")))
     excused = excused.select("run", "m1", "m2", F.col("why.window").alias("window"), F.col("why.removal").alias("removal"),
                              case.alias("case"))
     bad, excused = t.collect_many(bad, excused)
@@ -270,16 +297,22 @@ def check_r2(t: Tables) -> list[dict]:
         cases = sorted(r["cases"], key=lambda c: (c["ov_start"], c["topic"], c["partition"]))
         parts = sorted({(c["topic"], c["partition"]) for c in cases})
         first = cases[0]
-        out.append(violation("R2", r["run"], f"{r['m1']} and {r['m2']} both owned {fmt_tps(parts)}; first overlap "
-                             f"{first['topic']}-{first['partition']} for {first['ov_end'] - first['ov_start']:.0f} ms "
-                             f"(kept by {first['kept_by']}); culprit unknown: either may have held on too long, "
+        head = (f"{r['m1']} and {r['m2']} both owned {fmt_tps(parts)}; first overlap "
+                f"{first['topic']}-{first['partition']} for {first['ov_end'] - first['ov_start']:.0f} ms "
+                f"(kept by {first['kept_by']})")
+        overlaps = [{"partition": [c["topic"], c["partition"]], "from": c["ov_start"], "to": c["ov_end"],
+                     "ended_by": [c["r1"], c["r2"]], "kept_by": c["kept_by"]} for c in cases[:20]]
+        if r["mover"] is not None:
+            out.append(violation("R2", r["run"], f"{head}: leader {r['mover']} gave it to one while the other "
+                                 f"validly declared it (R1; its SyncGroup: wire.jsonl:{r['m_line']})",
+                                 members=[r["m1"], r["m2"]], culprit=r["mover"], harmed=[r["m1"], r["m2"]],
+                                 partitions=[list(p) for p in parts], ts=first["ov_start"],
+                                 evidence={"overlaps": overlaps, "moved_by_wire_line": r["m_line"]}))
+            continue
+        out.append(violation("R2", r["run"], f"{head}; culprit unknown: either may have held on too long, "
                              "or a leader handed it out too soon",
                              members=[r["m1"], r["m2"]], partitions=[list(p) for p in parts],
-                             ts=first["ov_start"],
-                             evidence={"overlaps": [{"partition": [c["topic"], c["partition"]], "from": c["ov_start"],
-                                                     "to": c["ov_end"], "ended_by": [c["r1"], c["r2"]],
-                                                     "kept_by": c["kept_by"]}
-                                                    for c in cases[:20]]}))
+                             ts=first["ov_start"], evidence={"overlaps": overlaps}))
     for r in excused:
         c, w, rm = r["case"], r["window"], r["removal"]
         out.append(violation("R2", r["run"], f"{r['m1']} and {r['m2']} both owned {c['topic']}-{c['partition']} for "
