@@ -50,6 +50,9 @@ with the same harness passes):
   partitions the member declared: a librdkafka leader moves partitions between
   members that stay on every join and leave (librdkafka issue 3306, fixed in
   1.7.0). Seen: 1.6.1 leading the bug corpus's librdkafka-issue-3306 scenario.
+- C1 before 1.7.0. ``consume(num_messages > 1)`` serves a revoke mid-batch and
+  still returns the records it had collected of the revoked partitions
+  (librdkafka issue 3269, fixed in 1.7.0). Seen: 1.6.1 in the same scenario.
 
 Brokers: releases before 1.8.0 cannot consume from Kafka 4.0 and later (:data:`BROKER_LIMITS`;
 a run that pairs them is refused before it starts). They resolve a logical offset (BEGINNING or
@@ -157,6 +160,11 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "list instead), so it plans every round from scratch and moves partitions that could stay",
                # L4's culprit is the leader that planned the moves; taken_by names its kind.
                evidence=(("taken_by", "librdkafka"),)),
+    KnownIssue("librdkafka", None, "1.7.0", "C1", "confluentinc/librdkafka issue 3269",
+               "consume(num_messages > 1) returns the records it had collected of partitions a rebalance callback "
+               "revoked during the same call",
+               # C1's culprit is the member that handed the records over; its history had revoked the partition.
+               evidence=(("ownership_ended_by", "revoked"),)),
 )
 
 
