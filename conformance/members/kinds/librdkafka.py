@@ -45,6 +45,14 @@ with the same harness passes):
   and the group rebalances again (librdkafka issue 4059, fixed in 2.10.0). The
   violation names the SyncGroup's generation. Seen: 1.9.2 in leader-rotation
   and rolling-restart.
+- L4 before 1.7.0. The cooperative-sticky assignor reads each member's current
+  partitions from the list meant for its output (empty), not from the owned
+  partitions the member declared: a librdkafka leader moves partitions between
+  members that stay on every join and leave (librdkafka issue 3306, fixed in
+  1.7.0). Seen: 1.6.1 leading the bug corpus's librdkafka-issue-3306 scenario.
+- C1 before 1.7.0. ``consume(num_messages > 1)`` serves a revoke mid-batch and
+  still returns the records it had collected of the revoked partitions
+  (librdkafka issue 3269, fixed in 1.7.0). Seen: 1.6.1 in the same scenario.
 
 Brokers: releases before 1.8.0 cannot consume from Kafka 4.0 and later (:data:`BROKER_LIMITS`;
 a run that pairs them is refused before it starts). They resolve a logical offset (BEGINNING or
@@ -147,6 +155,16 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "then syncs generation -1, which the broker refuses",
                # L1's culprit is the leader; its SyncGroup went out for generation -1.
                evidence=(("sync_generation", -1),)),
+    KnownIssue("librdkafka", "1.6.0", "1.7.0", "L4", "confluentinc/librdkafka issue 3306",
+               "the cooperative-sticky leader reads no member's owned partitions (the assignor's empty output "
+               "list instead), so it plans every round from scratch and moves partitions that could stay",
+               # L4's culprit is the leader that planned the moves; taken_by names its kind.
+               evidence=(("taken_by", "librdkafka"),)),
+    KnownIssue("librdkafka", None, "1.7.0", "C1", "confluentinc/librdkafka issue 3269",
+               "consume(num_messages > 1) returns the records it had collected of partitions a rebalance callback "
+               "revoked during the same call",
+               # C1's culprit is the member that handed the records over; its history had revoked the partition.
+               evidence=(("ownership_ended_by", "revoked"),)),
 )
 
 
