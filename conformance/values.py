@@ -95,6 +95,21 @@ def topic_list(text: str) -> list[str]:
     return [kafka_name(t) for t in items]
 
 
+def rack_name(text: str) -> str:
+    """A rack id (``client.rack``, ``broker.rack``): 1 to 249 of ``[A-Za-z0-9._-]``, like a Kafka name."""
+    if not _NAME_RE.fullmatch(text):
+        raise ValueError(f"{text!r} is not a rack id: use 1 to 249 of the characters A-Z a-z 0-9 . _ -")
+    return text
+
+
+def rack_list(text: str) -> list[str]:
+    """A comma-separated list of rack ids (``a,b``), each as :func:`rack_name` takes it."""
+    items = text.split(",")
+    if not text or not all(items):
+        raise ValueError(f"{text!r} is not a comma-separated list of rack ids (e.g. a,b)")
+    return [rack_name(r) for r in items]
+
+
 def boolean(text: str) -> bool:
     if text not in ("true", "false"):
         raise ValueError(f"{text!r} is not true or false")

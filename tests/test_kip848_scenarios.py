@@ -63,7 +63,7 @@ def test_every_migration_policy_is_accepted(policy: str) -> None:
 @pytest.mark.parametrize("line, message", [
     ("broker migration-policy=sideways",
      "demo.scenario:2: broker migration-policy: 'sideways' is not one of bidirectional, upgrade, downgrade, disabled"),
-    ("broker policy=upgrade", "demo.scenario:2: broker: unknown key 'policy' (known: migration-policy)"),
+    ("broker policy=upgrade", "demo.scenario:2: broker: unknown key 'policy' (known: migration-policy, rack)"),
     ("members start-protocol=consumer", "demo.scenario:2: members start-protocol: 'consumer' is not one of spec, classic"),
 ])
 def test_a_bad_header_is_one_line_naming_file_line_and_values(line: str, message: str) -> None:

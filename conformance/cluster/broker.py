@@ -82,7 +82,7 @@ MIGRATION_POLICIES: tuple[str, ...] = ("bidirectional", "upgrade", "downgrade", 
 
 def broker_properties(version: str, *, data_dir: Path, controller_port: int, direct_port: int,
                       slot_ports: list[int], advertised_ports: list[int],
-                      migration_policy: str = "bidirectional") -> dict[str, str]:
+                      migration_policy: str = "bidirectional", rack: str | None = None) -> dict[str, str]:
     """The server.properties of a fast, deterministic single-node KRaft broker.
 
     Consumer-protocol (KIP-848) groups get the classic members' timing: session
@@ -91,7 +91,8 @@ def broker_properties(version: str, *, data_dir: Path, controller_port: int, dir
     put a killed consumer member outside every bound the checks use), a new target assignment at
     once (``group.consumer.assignment.interval.ms`` 0; 4.3 batches for 1 s by default, older
     brokers ignore the key), and ``migration_policy`` for online conversion between the protocols
-    (set explicitly: 3.x brokers default to ``disabled``)."""
+    (set explicitly: 3.x brokers default to ``disabled``); ``rack``, when set, is ``broker.rack`` (every
+    partition's one replica is then on that rack, what KIP-881's rack-aware assignors read)."""
     if migration_policy not in MIGRATION_POLICIES:
         raise ValueError(f"migration policy {migration_policy!r} is not one of {', '.join(MIGRATION_POLICIES)}")
     if len(slot_ports) != len(advertised_ports):
@@ -133,6 +134,7 @@ def broker_properties(version: str, *, data_dir: Path, controller_port: int, dir
         "broker.heartbeat.interval.ms": "500",
         "num.network.threads": "2",
         "num.io.threads": "4",
+        **({"broker.rack": rack} if rack else {}),
         "num.recovery.threads.per.data.dir": "1",
         "log.cleaner.threads": "1",
         "share.coordinator.state.topic.replication.factor": "1",
@@ -176,14 +178,15 @@ class Broker:
 
     ``migration_policy`` (one of :data:`MIGRATION_POLICIES`) is the broker's
     ``group.consumer.migration.policy``, kept across restarts (a scenario's ``broker
-    migration-policy=``)."""
+    migration-policy=``); ``rack`` its ``broker.rack`` (``broker rack=``), None for none."""
 
     def __init__(self, version: str, run_path: Path, supervisor: Supervisor, advertised_ports: list[int],
-                 migration_policy: str = "bidirectional") -> None:
+                 migration_policy: str = "bidirectional", rack: str | None = None) -> None:
         if migration_policy not in MIGRATION_POLICIES:
             raise ValueError(f"migration policy {migration_policy!r} is not one of {', '.join(MIGRATION_POLICIES)}")
         self.version = version
         self.migration_policy = migration_policy
+        self.rack = rack
         self.supervisor = supervisor
         self.install: BrokerInstall = broker_install(version) or BrokerInstall.load(ensure_broker(version))
         self.dir = Path(run_path) / "broker"
@@ -221,7 +224,8 @@ class Broker:
         self.slot_ports = [free_port() for _ in self.advertised_ports]
         props = broker_properties(self.version, data_dir=self.data_dir, controller_port=self.controller_port,
                                   direct_port=self.direct_port, slot_ports=self.slot_ports,
-                                  advertised_ports=self.advertised_ports, migration_policy=self.migration_policy)
+                                  advertised_ports=self.advertised_ports, migration_policy=self.migration_policy,
+                                  rack=self.rack)
         self.dir.mkdir(parents=True, exist_ok=True)
         _write_properties(self.config_path, props)
 

@@ -19,7 +19,8 @@ Guarantees:
   more members than slots is a UsageError naming the members holding slots.
 - The DIRECT listener has neither tap nor proxy (admin, producer, probes).
 - The broker runs with ``migration_policy`` as its ``group.consumer.migration.policy``
-  (KIP-848 online migration; :data:`conformance.cluster.broker.MIGRATION_POLICIES`).
+  (KIP-848 online migration; :data:`conformance.cluster.broker.MIGRATION_POLICIES`), and
+  ``broker_rack``, when set, as its ``broker.rack`` (KIP-881 rack-aware assignment).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class Cluster:
 
     def __init__(self, run_dir: RunDir, broker_version: str = config.DEFAULT_BROKER,
                  supervisor: Supervisor | None = None, slots: int = config.CLUSTER_SLOTS,
-                 seed: int = 1, migration_policy: str = "bidirectional") -> None:
+                 seed: int = 1, migration_policy: str = "bidirectional", broker_rack: str | None = None) -> None:
         if slots < 1:
             raise UsageError(f"a cluster needs at least one member slot, not {slots}")
         self.run_dir = run_dir
@@ -60,8 +61,9 @@ class Cluster:
         self.toxiproxy_client: ToxiproxyClient | None = None
         self._proxies: list[Proxy] = []
         self.migration_policy = migration_policy
+        self.broker_rack = broker_rack
         self.broker: Broker = Broker(broker_version, run_dir.path, self.supervisor, [],
-                                     migration_policy=migration_policy)
+                                     migration_policy=migration_policy, rack=broker_rack)
         self._started = False
 
     # -- lifecycle ----------------------------------------------------------

@@ -32,7 +32,8 @@ Guarantees (those of :class:`conformance.cluster.cluster.Cluster`, plus):
   network and every container once started (restart, kill, logs, removal). Readiness is the
   suite's own probe, run after the start (no testcontainers wait strategy).
 - The broker's ``group.consumer.migration.policy`` is ``migration_policy`` (the scenario's ``broker
-  migration-policy=``), given with the listeners in ``$KAFKA_PROPERTIES`` over the image's default.
+  migration-policy=``), and its ``broker.rack`` is ``broker_rack`` when set (``broker rack=``), given with the
+  listeners in ``$KAFKA_PROPERTIES`` over the image's default.
 - A broker restart keeps the container (its address and data): ``docker restart`` (clean: SIGTERM
   first) or ``docker kill -s KILL`` then ``docker start``, each waited on until ready again.
 """
@@ -158,7 +159,7 @@ class DockerCluster(Cluster):
 
     def __init__(self, run_dir: RunDir, broker_version: str, supervisor: Supervisor, slots: int,
                  images: dict[str, str], client: "docker.DockerClient | None" = None,
-                 migration_policy: str = "bidirectional") -> None:
+                 migration_policy: str = "bidirectional", broker_rack: str | None = None) -> None:
         from conformance.cluster.broker import MIGRATION_POLICIES
         from conformance.containers.engine import ensure_engine, run_labels
 
@@ -167,6 +168,7 @@ class DockerCluster(Cluster):
         if migration_policy not in MIGRATION_POLICIES:
             raise ValueError(f"migration policy {migration_policy!r} is not one of {', '.join(MIGRATION_POLICIES)}")
         self.migration_policy = migration_policy
+        self.broker_rack = broker_rack
         self.run_dir = run_dir
         self.slots = slots
         self.supervisor = supervisor
@@ -232,6 +234,8 @@ class DockerCluster(Cluster):
             "listener.security.protocol.map": ",".join(f"{n}:PLAINTEXT" for n in ["CONTROLLER", "DIRECT", *slots]),
             # The image's default is bidirectional (broker_properties); a scenario may choose another.
             "group.consumer.migration.policy": self.migration_policy,
+            # The scenario's ``broker rack=`` (KIP-881: partitions get a rack for rack-aware assignors).
+            **({"broker.rack": self.broker_rack} if self.broker_rack else {}),
         }
 
     def _bind_tap_at(self, slot: int, gateway: str) -> int:

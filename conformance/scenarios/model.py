@@ -47,7 +47,13 @@ class Scenario:
     leader_rotation: bool = False         # L5 applies
     start_protocol: str = "spec"          # "spec": each member starts on its spec's protocol; "classic": all do
     migration_policy: str = "bidirectional"  # the broker's group.consumer.migration.policy (KIP-848)
+    member_racks: tuple[str, ...] = ()    # client.rack of the members, cycled in mix order; () = none
+    broker_rack: str | None = None        # the broker's broker.rack; None = none
     phases: tuple[Phase, ...] = ()
+
+    def member_rack(self, index: int) -> str | None:
+        """The ``client.rack`` of the ``index``-th member of the mix (``members racks=``, cycled), or None."""
+        return self.member_racks[index % len(self.member_racks)] if self.member_racks else None
 
     def fault_count(self) -> int:
         return sum(1 for ph in self.phases for a in ph.actions if a.verb in FAULT_VERBS)

@@ -29,6 +29,12 @@ to=consumer`` moves it to (the default, ``spec``, starts each member on its spec
 ``group.consumer.migration.policy`` (default ``bidirectional``;
 :data:`conformance.cluster.broker.MIGRATION_POLICIES`), recorded in the manifest.
 
+Racks (KIP-881 rack-aware assignment): ``members racks=a,b`` gives the members ``client.rack``
+(the harness config's ``rack_id``) from the list in mix order, cycled (``m0`` a, ``m1`` b, ``m2``
+a, ...); ``broker rack=a`` is the broker's ``broker.rack``, so every partition's replica is on that
+rack. A rack id is 1 to 249 of ``[A-Za-z0-9._-]``. Unset (the default), members send no rack and the
+broker has none. Both are recorded in the manifest (each member's ``rack_id``, ``broker_rack``).
+
 Actions (``TARGET`` is ``all``, ``each`` (one after another, the group
 settling in between), ``leader``, ``follower``, ``random`` (seeded),
 ``reference`` (the first reference member), or ``m<i>``, the i-th member of
@@ -104,6 +110,8 @@ from conformance.values import (
     kafka_name,
     parse_duration_ms,
     positive_duration_ms,
+    rack_list,
+    rack_name,
     strategy_list,
 )
 
@@ -121,8 +129,8 @@ HEADERS: dict[str, Schema] = {
     "topic": {"partitions": int_in("topic partitions")},
     "producer": {"rate": int_in("producer rate")},
     "members": {"static": boolean, "processing-delay": parse_duration_ms, "commit": choice("auto", "sync-batch", "on-revoke"),
-                "strategies": strategy_list, "start-protocol": choice("spec", "classic")},
-    "broker": {"migration-policy": choice(*MIGRATION_POLICIES)},
+                "strategies": strategy_list, "start-protocol": choice("spec", "classic"), "racks": rack_list},
+    "broker": {"migration-policy": choice(*MIGRATION_POLICIES), "rack": rack_name},
 }
 
 
@@ -196,6 +204,8 @@ def parse_scenario(text: str, source: Path | None = None) -> Scenario:
                 elif verb == "broker":
                     if "migration-policy" in args:
                         fields["migration_policy"] = args["migration-policy"]
+                    if "rack" in args:
+                        fields["broker_rack"] = args["rack"]
                 else:
                     if "static" in args:
                         fields["static_members"] = args["static"]
@@ -207,6 +217,8 @@ def parse_scenario(text: str, source: Path | None = None) -> Scenario:
                         fields["start_strategies"] = tuple(args["strategies"])
                     if "start-protocol" in args:
                         fields["start_protocol"] = args["start-protocol"]
+                    if "racks" in args:
+                        fields["member_racks"] = tuple(args["racks"])
         elif verb == "expect":
             for w in words:
                 if w != "leader-rotation":
@@ -243,6 +255,7 @@ def parse_scenario(text: str, source: Path | None = None) -> Scenario:
         leader_rotation="leader-rotation" in seen_expect,
         start_protocol=fields.get("start_protocol", "spec"),
         migration_policy=fields.get("migration_policy", "bidirectional"),
+        member_racks=fields.get("member_racks", ()), broker_rack=fields.get("broker_rack"),
         phases=tuple(phases),
     )
 

@@ -131,6 +131,7 @@ class CellRun:
                  "faults": list(s.spec.faults), "strategies": list(s.config.assignment_strategies),
                  "group_instance_id": s.config.group_instance_id,
                  "group_protocol": self._start_protocol(s.spec),
+                "rack_id": s.config.rack_id,
                  # The client library the member really ran (librdkafka inside confluent-kafka: 2.16.1 has 2.16.0).
                  "library_version": library_version(s.spec.kind, s.spec.version),
                  # Its fetch long-poll wait, as its harness runs the client (P1's bound between polls).
@@ -138,6 +139,7 @@ class CellRun:
                 for s in self.slots
             ],
             "migration_policy": sc.migration_policy,
+            "broker_rack": sc.broker_rack,
             # The producer the runner starts: its history must show it acknowledging (pipeline.producer).
             "producer_rate_per_s": sc.producer_rate,
             "protocol_changes": self.protocol_changes,
@@ -189,6 +191,7 @@ class CellRun:
                 commit_mode=sc.commit_mode,
                 processing_delay_ms=sc.processing_delay_ms,
                 group_instance_id=f"{self.group_id}-{name}" if sc.static_members else None,
+                rack_id=sc.member_rack(i),
                 extra=extra,
             )
             self.slots.append(Slot(name, spec, cfg))
@@ -257,10 +260,11 @@ class CellRun:
         if self.cell.backend == "docker":
             from conformance.containers.cluster import DockerCluster
             return DockerCluster(self.run_dir, self.cell.broker, sup, slots, self._images,
-                                 migration_policy=self.cell.scenario.migration_policy)
+                                 migration_policy=self.cell.scenario.migration_policy,
+                                 broker_rack=self.cell.scenario.broker_rack)
         from conformance.cluster import Cluster
         return Cluster(self.run_dir, self.cell.broker, sup, slots=slots,
-                       migration_policy=self.cell.scenario.migration_policy)
+                       migration_policy=self.cell.scenario.migration_policy, broker_rack=self.cell.scenario.broker_rack)
 
     def _fault_backend(self, cluster: Any) -> Backend:
         """The primitives of the table of faults on ``cluster``'s backend."""
