@@ -24,11 +24,22 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator
 
-#: A heal line -> the invoke line it ends, for faults that last a stated time.
-_TIMED = {"resume": "pause", "toxic-remove": "toxic-add", "proxy-enable": "proxy-disable",
-          "net-connect": "net-disconnect", "stall-end": "stall"}
-_VERB = {"pause": "pause", "proxy-disable": "cut", "net-disconnect": "disconnect", "stall": "stall",
-         "toxic-add": "toxic"}
+from conformance.nemesis.faults import FAULTS, RUNNER_LINES
+
+# What each nemesis log line says, from the one table of faults: a fault that lasts ``for`` a stated time
+# logs an invoke line and the heal line that ends it; the others, one line a step.
+_TIMED_ROWS = [f for f in FAULTS.values() if "for" in f.keys and len(f.lines) == 2]
+#: A heal line -> the invoke line it ends; an invoke line -> the verb that replays it.
+_TIMED = {f.lines[1].name: f.lines[0].name for f in _TIMED_ROWS}
+_VERB = {f.lines[0].name: f.verb for f in _TIMED_ROWS}
+_TOXIC = FAULTS["toxic"].lines[0].name
+#: A stop line -> its verb (a graceful stop, a kill).
+_STOPS = {line.name: f.verb for f in (FAULTS["stop"], FAULTS["kill"]) for line in f.lines}
+#: A broker line -> its restart's mode (the row logs a clean restart's line, then a kill's).
+_BROKER = dict(zip((line.name for line in FAULTS["broker-restart"].lines), ("clean", "kill")))
+_GROW = FAULTS["add-partitions"].lines[0].name
+_SUBSCRIBE = FAULTS["subscribe"].lines[0].name
+_START = RUNNER_LINES[0].name
 _MEMBER_TARGET = re.compile(r"m(\d+)(?:-|$)")
 #: The shortest gap a shrink makes (below it, two steps are one moment).
 MIN_GAP_MS = 500
@@ -144,31 +155,30 @@ def schedule_of(run_dir: Path, scenario_text: str) -> Schedule:
         if fault in _VERB:
             unit += 1
             args: list[tuple[str, str]] = []
-            if fault == "toxic-add":
+            if fault == _TOXIC:
                 args = [("type", str(details.get("type"))), ("stream", str(details.get("stream", "downstream")))]
                 args += [(k, str(v)) for k, v in sorted((details.get("attributes") or {}).items())]
             open_timed[(fault, target)] = (len(steps), details)
             steps.append((ts, ts, Step(_VERB[fault], member, tuple(args), unit=unit)))
-        elif fault in ("terminate", "kill"):
+        elif fault in _STOPS:
             unit += 1
             if member is not None:
                 down[member] = unit
-            steps.append((ts, ts, Step("stop" if fault == "terminate" else "kill", member, unit=unit)))
-        elif fault == "start" and member is not None:
+            steps.append((ts, ts, Step(_STOPS[fault], member, unit=unit)))
+        elif fault == _START and member is not None:
             restart = member in started
             started.add(member)
             steps.append((ts, ts, Step("start", member, unit=down.pop(member, 0) if restart else 0)))
-        elif fault in ("broker-restart", "broker-kill"):
+        elif fault in _BROKER:
             if x.get("phase") == "heal":
                 continue
             unit += 1
-            steps.append((ts, ts, Step("broker-restart", None, (("mode", "kill" if fault == "broker-kill" else "clean"),),
-                                       unit=unit)))
-        elif fault == "add-partitions":
+            steps.append((ts, ts, Step("broker-restart", None, (("mode", _BROKER[fault]),), unit=unit)))
+        elif fault == _GROW:
             unit += 1
             steps.append((ts, ts, Step("add-partitions", None, (("total", str(details.get("total"))),), unit=unit,
                                        topic=str(details.get("topic")))))
-        elif fault == "subscribe":
+        elif fault == _SUBSCRIBE:
             unit += 1
             steps.append((ts, ts, Step("subscribe", member, (("topics", ",".join(details.get("topics") or [])),),
                                        unit=unit)))
