@@ -67,6 +67,14 @@ def test_break_fails_its_invariant(judged, name):
         assert v["evidence"], f"{inv} violation without evidence: {v['message']}"
 
 
+def test_r1_says_whether_the_claim_was_below_the_round(judged):
+    # break-r1: m1, the only member declaring partitions in generation 2, names generation 1, the round's
+    # highest: it missed no round (a Java 3.4.0 leader dropping a late member's claims, KAFKA-14639, is
+    # the case where it is True: the recorded corpus cell of kafka-14639).
+    violations = _inv(judged, "break-r1", "R1")["violations"]
+    assert violations and all(v["evidence"]["declared_below_round"] is False for v in violations)
+
+
 def test_e5_says_a_repeated_declaration_once(judged):
     # One wrong declaration sent three times is one finding naming the three requests, not the
     # same message three times.

@@ -33,6 +33,7 @@ from conformance.errors import SuiteError, UsageError
 from conformance.members.golden import run
 from conformance.members.harness_config import STRATEGIES
 from conformance.members.kinds import Feature, ImageRecipe, cache_dir, harness_dir
+from conformance.members.known_issues import KnownIssue
 
 KIND = "java"
 #: The Java harness's Maven project (one source, compiled once against the oldest API).
@@ -86,6 +87,17 @@ FEATURES: tuple[Feature, ...] = (
     Feature("static-membership", None, "group.instance.id, KIP-345 (2.3.0)"),
     Feature("consumer-protocol", "3.7.0", "group.protocol=consumer, KIP-848: early access in 3.7-3.9 (brokers "
                                           "configured for it), GA in 4.0.0"),
+)
+
+#: Its rows of the known-issues table (conformance.members.known_issues).
+KNOWN_ISSUES: tuple[KnownIssue, ...] = (
+    KnownIssue("java", "3.0.0", "3.4.1", "R1", "KAFKA-14639 (AbstractStickyAssignor.allSubscriptionsEqual; fixed in "
+               "3.4.1 and 3.5.0)",
+               "a cooperative-sticky leader ignores the owned partitions of a member that declares an older "
+               "generation than the others (it missed a round: its SyncGroup came late) and hands them to another "
+               "member in the same round",
+               # R1's culprit is the leader; the claim it ignored named a generation below the round's highest.
+               evidence=(("declared_below_round", True),)),
 )
 
 

@@ -156,6 +156,8 @@ EVIDENCE: dict[str, dict[str, Key]] = {
     "R1": _keys(
         Key("claimant_member_id", str, "member id of the member that declared the partition", nullable=True),
         Key("declared_generation", int, "generation the declaration named"),
+        Key("declared_below_round", bool, "another member declared owned partitions at a higher generation in "
+            "that round (the claimant missed a round)"),
         JOIN_WIRE_LINE,
         Key("sync_wire_line", int, "wire line of the SyncGroup that assigned the partition", nullable=True),
         Key("assignment_hex", str, "that assignment's bytes, hex", nullable=True),

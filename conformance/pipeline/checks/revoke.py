@@ -112,7 +112,7 @@ from conformance.pipeline.derived import Tables, is_cooperative
 
 
 def _r1_moves(t: Tables):
-    """(run, generation, leader, to, claimant, tps, ts, sub_gen, claimant_id, claim_line, sync_line,
+    """(run, generation, leader, to, claimant, tps, ts, sub_gen, round_gen, claimant_id, claim_line, sync_line,
     assignment_hex): R1's violations, one row per leader, round, receiver and valid claimant (built once:
     R2 reads it to name the leader whose move made an overlap)."""
     return t.shared("r1-moves", lambda: _build_r1_moves(t))
@@ -130,6 +130,9 @@ def _build_r1_moves(t: Tables):
               .select("*", "tp.topic", "tp.partition").drop("tp").dropDuplicates(
                   ["run", "generation", "subject_member_id", "topic", "partition"]))
     w = Window.partitionBy("run", "generation", "topic", "partition")
+    # The highest generation any member declared with owned partitions in the round: a claim below it is
+    # one of a member that missed a round (KAFKA-14639: Java's sticky assignor before 3.4.1 drops it).
+    claims = claims.withColumn("round_gen", F.max("sub_gen").over(Window.partitionBy("run", "generation")))
     valid = (claims.withColumn("best", F.max("sub_gen").over(w))
              .withColumn("n_best", F.sum(F.when(F.col("sub_gen") == F.col("best"), 1).otherwise(0)).over(w))
              .where((F.col("sub_gen") == F.col("best")) & (F.col("n_best") == 1)))
@@ -142,7 +145,8 @@ def _build_r1_moves(t: Tables):
             .where(F.col("to_id") != F.col("subject_member_id"))
             .groupBy("run", "generation", "leader", "to", "claimant")
             .agg(F.collect_list(F.struct("topic", "partition")).alias("tps"), F.min("ts").alias("ts"),
-                 F.first("sub_gen").alias("sub_gen"), F.min("subject_member_id").alias("claimant_id"),
+                 F.first("sub_gen").alias("sub_gen"), F.max("round_gen").alias("round_gen"),
+                 F.min("subject_member_id").alias("claimant_id"),
                  F.min("claim_line").alias("claim_line"), F.min("line").alias("sync_line"),
                  F.min("assignment_hex").alias("assignment_hex")))
 
@@ -158,6 +162,7 @@ def check_r1(t: Tables) -> list[dict]:
                              culprit=r["leader"], harmed=[r["claimant"], r["to"]], generation=r["generation"],
                              partitions=parts, ts=r["ts"],
                              evidence={"claimant_member_id": r["claimant_id"], "declared_generation": r["sub_gen"],
+                                       "declared_below_round": r["sub_gen"] < r["round_gen"],
                                        "join_wire_line": r["claim_line"], "sync_wire_line": r["sync_line"],
                                        "assignment_hex": r["assignment_hex"]}))
     return out
