@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from conformance.members.spec_grammar import split_spec
 from conformance.pipeline.matrix import failing_findings, known_findings
 from conformance.report.evidence import located
 from conformance.signatures import Signature, signature
@@ -77,7 +78,7 @@ def draft(verdict: dict[str, Any], run_dir: Path, target: Signature, replay: str
     except (OSError, ValueError):
         pass
     findings = [f for f in failing_findings(verdict) + known_findings(verdict) if signature(verdict, f) == target]
-    kind = target.culprit.split("@")[0]
+    kind = split_spec(target.culprit).kind
     lines = [f"# {kind}: {target.what} (draft)", "",
              "Filed: no. A draft `conformance shrink` wrote from a shrunk failure: the mechanism and the fix "
              "need a person who reads the client's source (marked TODO below).", "",

@@ -32,12 +32,7 @@ def r2_moved_by_leader(b: CooperativeRun) -> Path:
     b.generation_2()
     b.sync_2({"m1": ALL4[:2], "m2": [(T, 2)]})
     b.m1_commits_2()
-    b.assigned("m2", 11250, [(T, 2)])
-    b.m1_revokes_t2_t3()
-    b.generation_3(b.subscriptions_3(m2_owns=[(T, 2)]))
-    b.sync_3()
-    b.m2_takes([(T, 3)])
-    return b.closing()
+    return _m2_takes_t2_early(b)
 
 
 def _m2_takes_t2_early(b: CooperativeRun) -> Path:
