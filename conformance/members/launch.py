@@ -124,37 +124,31 @@ class MemberProcess:
                 return event
         return None
 
-    def started_event(self) -> dict | None:
-        """This incarnation's ``started`` event, if it has been written."""
-        return self.event("started")
-
     def wait_event(self, name: str, timeout: float, **match: Any) -> dict | None:
-        """Wait at most ``timeout`` seconds for :meth:`event`; None when it did not come or the member exited."""
+        """Wait at most ``timeout`` seconds for :meth:`event`; None when it did not come in time or the
+        member exited without writing it (an event written just before a fast exit is returned)."""
         deadline = time.monotonic() + timeout
         while True:
             event = self.event(name, **match)
-            if event is not None or not self.proc.alive() or time.monotonic() >= deadline:
+            if event is not None:
                 return event
+            if not self.proc.alive():
+                return self.event(name, **match)  # written just before a fast exit
+            if time.monotonic() >= deadline:
+                return None
             time.sleep(0.05)
 
     def wait_ready(self, timeout: float = config.MEMBER_READY_TIMEOUT_S) -> dict:
         """Wait for this incarnation's ``started`` event; SuiteError if it exits or times out."""
-        deadline = time.monotonic() + timeout
-        while True:
-            event = self.started_event()
-            if event is not None:
-                return event
-            if not self.proc.alive():
-                event = self.started_event()  # written just before a fast exit
-                if event is not None:
-                    return event
-                raise SuiteError(f"member {self.name} exited with code {self.proc.returncode} before it started "
-                                 f"(log {self.log_path}); last lines:\n{log_tail(self.log_path)}")
-            if time.monotonic() >= deadline:
-                raise SuiteError(f"member {self.name} did not start within {timeout:.0f}s (pid {self.pid}, "
-                                 f"no 'started' event in {self.history_path}; log {self.log_path}); "
-                                 f"last lines:\n{log_tail(self.log_path)}")
-            time.sleep(0.05)
+        event = self.wait_event("started", timeout)
+        if event is not None:
+            return event
+        if not self.proc.alive():
+            raise SuiteError(f"member {self.name} exited with code {self.proc.returncode} before it started "
+                             f"(log {self.log_path}); last lines:\n{log_tail(self.log_path)}")
+        raise SuiteError(f"member {self.name} did not start within {timeout:.0f}s (pid {self.pid}, "
+                         f"no 'started' event in {self.history_path}; log {self.log_path}); "
+                         f"last lines:\n{log_tail(self.log_path)}")
 
     def terminate(self, timeout: float = 30.0) -> int:
         """Graceful stop (SIGTERM; SIGKILL after ``timeout``): the exit code."""
