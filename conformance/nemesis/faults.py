@@ -291,6 +291,14 @@ def _pause(run: Run, slot: Any, args: dict[str, Any]) -> bool:
     return True
 
 
+def _subscribe_config(run: Run, slot: Any, verb: str, topics: list[str]) -> None:
+    """Set the topics ``slot`` (re)starts with; SuiteError for a topic the scenario did not declare."""
+    unknown = [t for t in topics if t not in run.partitions]
+    if unknown:
+        raise SuiteError(f"{verb} to undeclared topics {unknown}")
+    slot.config.topics = list(topics)
+
+
 def _stall(run: Run, slot: Any, args: dict[str, Any]) -> bool:
     """The member's application stops calling its client for ``for`` (its control file's ``stall``):
     logged ``stall`` before the command, ``stall-end`` once the stall the member recorded is over."""
@@ -307,10 +315,7 @@ def _stall(run: Run, slot: Any, args: dict[str, Any]) -> bool:
 def _subscribe(run: Run, slot: Any, args: dict[str, Any]) -> bool:
     """The member's application changes its subscription to ``topics`` in place (its control file's
     ``subscribe``; no restart); a later start of the member subscribes to them too."""
-    unknown = [t for t in args["topics"] if t not in run.partitions]
-    if unknown:
-        raise SuiteError(f"subscribe to undeclared topics {unknown}")
-    slot.config.topics = list(args["topics"])
+    _subscribe_config(run, slot, "subscribe", args["topics"])
     if not slot.running:
         return False
     run.nemesis.subscribe(slot.name, list(args["topics"]))
@@ -384,10 +389,7 @@ def _check_topics(verb: str) -> Callable[[str | None, dict[str, Any], dict[str, 
 
 def _resubscribe(run: Run, slot: Any, args: dict[str, Any]) -> bool:
     """Restart ``slot`` gracefully, subscribed to ``topics`` (declared topics only)."""
-    unknown = [t for t in args["topics"] if t not in run.partitions]
-    if unknown:
-        raise SuiteError(f"resubscribe to undeclared topics {unknown}")
-    slot.config.topics = list(args["topics"])
+    _subscribe_config(run, slot, "resubscribe", args["topics"])
     return _restart(run, slot, {"mode": "graceful"})
 
 
