@@ -7,7 +7,7 @@ together (one judge per batch, not per cell). The hunt stops after ``--cells`` c
 batch once ``--budget`` has passed (a batch is sized from the cells so far to end within it).
 
 Guarantees: every input is checked before anything starts (the cells differ only in their seeds:
-:func:`conformance.preflight.preflight` over the first batch); a mistake is one line and exit 2. The
+:func:`conformance.preflight.preflight` over one of them); a mistake is one line and exit 2. The
 hunt's directory ``<runs>/<run-id>-hunt/`` holds each batch's matrix run (its cells, verdicts and
 site, as for ``conformance run``) and ``hunt.json`` and ``hunt.md``, the signature table, rewritten
 after every batch: an interrupted hunt keeps what it found. Ctrl-C stops the cell that runs, judges
@@ -109,8 +109,7 @@ def hunt(args: argparse.Namespace) -> int:
     hunt_seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
     seeds = cell_seeds(hunt_seed)
     template = Cell(scenario, specs, args.broker, 0, args.backend)
-    first = [replace(template, seed=seeds.randrange(1, MAX_SEED)) for _ in range(min(args.batch, args.cells or args.batch))]
-    preflight(first, args.runs_dir, args.spark_master)
+    preflight([template], args.runs_dir, args.spark_master)   # the hunt's cells differ only in their seeds
     root = Path(args.runs_dir or config.RUNS_DIR) / new_run_id("hunt")
     root.mkdir(parents=True, exist_ok=True)
     header = {"scenario": scenario.name, "clients": [str(s) for s in specs], "broker": args.broker,
@@ -122,7 +121,6 @@ def hunt(args: argparse.Namespace) -> int:
     errors: list[str] = []
     cells: list[Cell] = []
     started = time.monotonic()
-    pending = first
     interrupted = False
     batches = 0
     while True:
@@ -130,8 +128,7 @@ def hunt(args: argparse.Namespace) -> int:
         size = next_batch_size(args, len(cells), elapsed, elapsed / len(cells) if cells else None)
         if size == 0:
             break
-        batch = (pending + [replace(template, seed=seeds.randrange(1, MAX_SEED)) for _ in range(size)])[:size]
-        pending = []
+        batch = [replace(template, seed=seeds.randrange(1, MAX_SEED)) for _ in range(size)]
         cells += batch
         batches += 1
         result: MatrixResult
