@@ -21,20 +21,19 @@ from typing import Any
 
 from conformance.members.spec_grammar import split_spec
 from conformance.pipeline.matrix import failing_findings, known_findings
-from conformance.report.evidence import located
+from conformance.report.evidence import located, names_wire_lines
 from conformance.signatures import Signature, signature
 
 #: At most this many lines quoted per member log, and characters per quoted line.
 MAX_LOG_LINES = 15
 MAX_LINE = 600
 _ERRORISH = re.compile(r"error|exception|panic|fatal|refused|illegal|invalid", re.IGNORECASE)
-_WIRE_KEY = re.compile(r"wire_lines?$")
 
 
 def _wire_lines(evidence: dict[str, Any]) -> list[int]:
     out: list[int] = []
     for key, value in evidence.items():
-        if _WIRE_KEY.search(key):
+        if names_wire_lines(key):
             out += [int(v) for v in (value if isinstance(value, list) else [value]) if isinstance(v, int)]
     return sorted(set(out))
 

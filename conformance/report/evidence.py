@@ -109,6 +109,11 @@ def relative_time(ts: Any, start_ts: float | None) -> str:
     return f"{'+' if delta >= 0 else '-'}{abs(delta):.3f} s"
 
 
+def names_wire_lines(key: str) -> bool:
+    """Whether an evidence key names lines of ``wire.jsonl`` (``..._wire_line``: one; ``..._wire_lines``: a list)."""
+    return key.endswith(("wire_line", "wire_lines"))
+
+
 def _is_time(key: str) -> bool:
     return key == "ts" or key.endswith("_ts")
 
@@ -119,9 +124,9 @@ def located(finding: Any, start_ts: float | None) -> Any:
     if isinstance(finding, dict):
         out: dict[str, Any] = {}
         for key, value in finding.items():
-            if key.endswith("wire_line") and isinstance(value, int):
+            if names_wire_lines(key) and isinstance(value, int):
                 out[key] = f"{WIRE_FILE}:{value}"
-            elif key.endswith("wire_lines") and isinstance(value, list):
+            elif names_wire_lines(key) and isinstance(value, list):
                 out[key] = [f"{WIRE_FILE}:{x}" if isinstance(x, int) else x for x in value]
             elif _is_time(key) and start_ts and isinstance(value, (int, float)) and not isinstance(value, bool):
                 out[key] = relative_time(value, start_ts)
