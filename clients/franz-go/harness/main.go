@@ -62,6 +62,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -456,7 +457,7 @@ func run(cfg *Config, hist *History) int {
 			func(next []string) error {
 				var gone []string
 				for _, t := range topics {
-					if !contains(next, t) {
+					if !slices.Contains(next, t) {
 						gone = append(gone, t)
 					}
 				}
@@ -499,15 +500,6 @@ func run(cfg *Config, hist *History) int {
 	cl.CloseAllowingRebalance()
 	hist.Record("stopped", map[string]any{"reason": "sigterm"})
 	return 0
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func main() {
