@@ -141,6 +141,9 @@ def test_allowed_anomalies_pass(judged):
     assert _inv(judged, "break-l1-nosync-allowed", "L1")["status"] == "pass"
     # The leader is a killed instance's id, elected while its JoinGroup was pending.
     assert _inv(judged, "break-l1-killed-leader-allowed", "L1")["status"] == "pass"
+    # ... and the member's new instance, a follower of that generation, syncs without assignments.
+    l1 = _inv(judged, "break-l1-killed-leader-follower-sync-allowed", "L1")
+    assert l1["status"] == "pass" and [f["allowed_by"] for f in l1["allowed"]] == ["L1/dead-leader-id"], l1
     # The poll that handed m1 records after its fencing answer began before it: in flight, no C2 finding.
     assert _inv(judged, "break-c2-poll-in-flight-allowed", "C2")["status"] == "pass"
     assert _inv(judged, "break-c2-poll-in-flight-allowed", "C1")["status"] == "pass"

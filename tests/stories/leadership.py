@@ -142,6 +142,30 @@ def l1_killed_leader_allowed(b: CooperativeRun) -> Path:
     return _after_generation_2_without_sync(b)
 
 
+@story()
+def l1_killed_leader_follower_sync_allowed(b: CooperativeRun) -> Path:
+    """As l1-killed-leader-allowed, and m1's new instance, a follower of generation 2, sends the
+    follower's SyncGroup (no assignments): that is not the dead leader syncing, still allowed by
+    L1/dead-leader-id (seen in a chaos hunt: reference killed, restarted 6 ms later)."""
+    b.m1_leads_alone()
+    b.m2_starts()
+    _killed_while_joining(b)
+    b.generation_2(leader_id="m1-id")
+    b.frame(11100, "m1", "SyncGroup", "request", generation=2, protocol_name="cooperative-sticky", assignments=[])
+    return _after_generation_2_without_sync(b)
+
+
+@story(fails=("L1", ["leader m1 of generation 2 sent its SyncGroup of generation 2 with no assignments and no "
+                     "fault hit it"]))
+def l1_empty_sync(b: CooperativeRun) -> Path:
+    """The leader of generation 2, under its own member id, sends its SyncGroup of generation 2 with
+    no assignments: alive and talking, not excused."""
+    b.opening()
+    b.generation_2()
+    b.frame(11100, "m1", "SyncGroup", "request", generation=2, protocol_name="cooperative-sticky", assignments=[])
+    return _after_generation_2_without_sync(b)
+
+
 @story(fails=("L1", ["leader m1 of generation 2 sent no SyncGroup assignments and no fault silenced it"]))
 def l1_killed_leader(b: CooperativeRun) -> Path:
     """As l1-killed-leader-allowed, but generation 2 names m1's new instance leader, which does not sync."""

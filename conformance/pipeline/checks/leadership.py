@@ -28,7 +28,9 @@ Scope and allowed findings (each rule named in :mod:`conformance.pipeline.checks
   JoinGroup was pending, restarted under a new id; the broker kept the dead
   id as leader until its session expired). A leader that sent a SyncGroup
   for another generation instead, or one of this generation without
-  assignments, was alive and talking: no rule excuses it,
+  assignments, under the leader's own member id (a new instance of the
+  leader's member is a follower of that generation: its SyncGroup without
+  assignments is a follower's), was alive and talking: no rule excuses it,
   and the violation names that generation (seen: librdkafka before 2.10
   sets its generation to -1 when a commit of the previous generation fails
   during the join, then syncs with -1; librdkafka issue 4059).
@@ -314,9 +316,21 @@ def _dead_leader_ids(t: Tables, g: DataFrame) -> DataFrame:
 
 
 def _sync_frames(t: Tables) -> DataFrame:
-    """(run, leader, ts, s_gen, direction, error_code) of every SyncGroup frame, by its member."""
+    """(run, leader, s_member_id, ts, s_gen, direction, error_code) of every SyncGroup frame, by its member."""
     return t.frames.where(F.col("api") == "SyncGroup").select(
-        "run", F.col("member").alias("leader"), "ts", F.col("generation").alias("s_gen"), "direction", "error_code")
+        "run", F.col("member").alias("leader"), F.col("member_id").alias("s_member_id"), "ts",
+        F.col("generation").alias("s_gen"), "direction", "error_code")
+
+
+def _leaders_requests(g: DataFrame, sync: DataFrame) -> DataFrame:
+    """The SyncGroup requests each generation's leader sent in the window (:func:`_sync_window_end`):
+    sent under the leader's own member id, not only its member's name (seen: the leader killed while its
+    JoinGroup was pending, the coordinator electing its dead id; the member's new instance, a follower
+    of that generation, sent the follower's SyncGroup without assignments)."""
+    return (g.where(F.col("leader").isNotNull())
+            .join(sync.where(F.col("direction") == "request").withColumnRenamed("ts", "s_ts"), ["run", "leader"])
+            .where((F.col("s_ts") >= F.col("join_ts")) & (F.col("s_ts") <= _sync_window_end())
+                   & F.col("s_member_id").eqNullSafe(F.col("leader_id"))))
 
 
 def _stray_syncs(t: Tables, g: DataFrame) -> DataFrame:
@@ -325,10 +339,7 @@ def _stray_syncs(t: Tables, g: DataFrame) -> DataFrame:
     the leader's next SyncGroup response of that generation, the tap copying a request's generation into
     its response); absent when it sent none."""
     sync = _sync_frames(t)
-    first = (g.where(F.col("leader").isNotNull())
-             .join(sync.where(F.col("direction") == "request").withColumnRenamed("ts", "s_ts"), ["run", "leader"])
-             .where((F.col("s_ts") >= F.col("join_ts")) & (F.col("s_ts") <= _sync_window_end())
-                    & ~F.col("s_gen").eqNullSafe(F.col("generation")))
+    first = (_leaders_requests(g, sync).where(~F.col("s_gen").eqNullSafe(F.col("generation")))
              .groupBy("run", "generation", "leader")
              .agg(F.min_by("s_gen", "s_ts").alias("s_gen"), F.min("s_ts").alias("s_ts")))
     resp = sync.where(F.col("direction") == "response").select(
@@ -362,11 +373,7 @@ def _empty_syncs(t: Tables, g: DataFrame) -> DataFrame:
     """(run, generation, empty_sync_ts): the first SyncGroup request of the generation itself that its
     leader sent in the window: one that carried no assignments, since the generation has none (the
     leader was alive and synced)."""
-    return (g.where(F.col("leader").isNotNull())
-            .join(_sync_frames(t).where(F.col("direction") == "request").withColumnRenamed("ts", "s_ts"),
-                  ["run", "leader"])
-            .where((F.col("s_ts") >= F.col("join_ts")) & (F.col("s_ts") <= _sync_window_end())
-                   & F.col("s_gen").eqNullSafe(F.col("generation")))
+    return (_leaders_requests(g, _sync_frames(t)).where(F.col("s_gen").eqNullSafe(F.col("generation")))
             .groupBy("run", "generation").agg(F.min("s_ts").alias("empty_sync_ts")))
 
 
