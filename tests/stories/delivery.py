@@ -55,6 +55,16 @@ def d3(b: CooperativeRun) -> Path:
     return b.teardown()
 
 
+@story(fails=("D3", ["m1 consumed 50 record(s) of t-2 from offset 50 again without owning it (first read by m2)"]))
+def d3_later_read_from_lower(b: CooperativeRun) -> Path:
+    """m1, which gave t-2 up at 11.4 s, reads t-2 45-99 at 15 s, after m2, its owner, read 50-99 at
+    14 s. The later read is the re-read although it starts at the lower offset: m1 is to blame for
+    50-99, m2 read them first."""
+    b.through_steady()
+    b.consumed("m1", 15000, T, 2, 45, 99)
+    return b.teardown()
+
+
 @story()
 def d3_allowed(b: CooperativeRun) -> Path:
     """As d3, but m1 was paused in between (14.5-14.6 s): counted, allowed by D3/fault."""

@@ -212,8 +212,10 @@ def _formed_before(ts):
 
 
 def duplicates(t: Tables):
-    """Per re-consumed range: who consumed it again (``member``), when, who first consumed it
-    (``prev_member``, ``prev_ts``), and what explains it (built once: D3 and the metrics share it):
+    """Per re-consumed range (``first_offset``, ``dups`` records): who consumed it again (``member``), when
+    (``ts``: of two reads of the same records, the later in time, whichever began at the lower offset),
+    who first consumed it (``prev_member``, ``prev_ts``), and what explains it (built once: D3 and the
+    metrics share it):
 
     - ``acquired_ts``: when the re-reader's ownership of the partition began (null: it did not own it);
     - ``committed_before``: the offset of the last commit the broker accepted before that (the
@@ -235,8 +237,18 @@ def duplicates(t: Tables):
 
 
 def _build_duplicates(t: Tables):
-    dup = consumed_order(t).where(F.col("prev_max") >= F.col("first_offset")).withColumn(
-        "dups", F.least("last_offset", "prev_max") - F.col("first_offset") + 1)
+    # consumed_order pairs each range with the ranges before it in offset order; of such a pair, the
+    # read that came later in time is the re-read (seen: a Java member killed and started again re-read
+    # 357-656 after its earlier instance had read 358 alone; offset order puts the later, wider read
+    # first, and would have blamed the earlier one for reading again).
+    later = F.col("prev_ts") > F.col("ts")
+    dup = (consumed_order(t).where(F.col("prev_max") >= F.col("first_offset"))
+           .select("run", "topic", "partition", "first_offset",
+                   (F.least("last_offset", "prev_max") - F.col("first_offset") + 1).alias("dups"),
+                   F.when(later, F.col("prev_member")).otherwise(F.col("member")).alias("member"),
+                   F.when(later, F.col("prev_ts")).otherwise(F.col("ts")).alias("ts"),
+                   F.when(later, F.col("member")).otherwise(F.col("prev_member")).alias("prev_member"),
+                   F.when(later, F.col("ts")).otherwise(F.col("prev_ts")).alias("prev_ts")))
     keys = ["run", "member", "ts", "topic", "partition", "first_offset"]
     gens = t.generations.select("run", "generation", "join_ts")
     last_gen = (dup.join(gens, "run", "left").where(F.col("join_ts").isNull() | (F.col("join_ts") <= F.col("ts")))
