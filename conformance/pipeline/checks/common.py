@@ -26,6 +26,8 @@ from conformance.pipeline.checks.rules import RULES
 from conformance.reference.codes import REBALANCE_IN_PROGRESS
 
 if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
     from conformance.pipeline.derived import Tables
 
 #: Faults during which a member may look dead to the group, what heals each, and the toxic rule, all
@@ -99,6 +101,21 @@ def formed_by_end(t: Tables):
     built, so judgements of "the final generation" (L2, L3, R5) take the last of these."""
     return (t.generations.select("run", "generation", "join_ts").join(t.cells.select("run", "end_ts"), "run", "left")
             .where(F.col("end_ts").isNull() | (F.col("join_ts") <= F.col("end_ts"))).select("run", "generation"))
+
+
+def ways_out(t: Tables, ends: Column) -> DataFrame:
+    """(run, member, f_ts, fault) of every way a member left or was taken out of its group: its LeaveGroup
+    request on the wire (``LeaveGroup``), the runner's stop or kill of it (a :data:`STOP_LINES` fault, by
+    its name), and the end of its process's life when ``ends`` (a condition on ``t.incarnations``) holds
+    (``exit (END_KIND)``). L1 and V3 read it, each with its own ``ends``."""
+    leaves = (t.frames.where((F.col("api") == "LeaveGroup") & (F.col("direction") == "request"))
+              .select("run", "member", F.col("ts").alias("f_ts"), F.lit("LeaveGroup").alias("fault")))
+    stops = (t.nemesis.where((F.col("phase") == "invoke") & F.col("fault").isin(*STOP_LINES))
+             .select("run", F.col("target").alias("member"), F.col("ts").alias("f_ts"), "fault"))
+    exits = (t.incarnations.where(ends)
+             .select("run", "member", F.col("end_ts").alias("f_ts"),
+                     F.concat(F.lit("exit ("), F.col("end_kind"), F.lit(")")).alias("fault")))
+    return leaves.unionByName(stops).unionByName(exits)
 
 
 def fault_windows(t: Tables):

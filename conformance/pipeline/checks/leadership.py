@@ -101,7 +101,7 @@ from pyspark.sql import functions as F
 
 from conformance import config
 from conformance.nemesis.faults import STOP_LINES
-from conformance.pipeline.checks.common import fmt_tps, formed_by_end, silencing_spans, timing, violation
+from conformance.pipeline.checks.common import fmt_tps, formed_by_end, silencing_spans, timing, violation, ways_out
 from conformance.pipeline.consumer_group import bridged_generations
 from conformance.pipeline.derived import Tables, is_cooperative
 
@@ -284,14 +284,8 @@ def _leader_stopping(t: Tables, window: DataFrame) -> DataFrame:
     stop or kill of it, or its history's end by a stop or a kill (not the run's end, nor a crash or a stop
     after a fatal error of its own: a leader that died of its own bug was not on its way out, V1 and L1
     both judge it)."""
-    leaves = (t.frames.where((F.col("api") == "LeaveGroup") & (F.col("direction") == "request"))
-              .select("run", F.col("member").alias("leader"), F.col("ts").alias("f_ts"), F.lit("LeaveGroup").alias("fault")))
-    stops = (t.nemesis.where((F.col("phase") == "invoke") & F.col("fault").isin(*_STOPS))
-             .select("run", F.col("target").alias("leader"), F.col("ts").alias("f_ts"), "fault"))
-    exits = (t.incarnations.where(F.col("end_kind").isin("stopped", "killed") & (F.coalesce("had_fatal", F.lit(0)) == 0))
-             .select("run", F.col("member").alias("leader"), F.col("end_ts").alias("f_ts"),
-                     F.concat(F.lit("exit ("), F.col("end_kind"), F.lit(")")).alias("fault")))
-    return (window.join(leaves.unionByName(stops).unionByName(exits), ["run", "leader"])
+    out = ways_out(t, F.col("end_kind").isin("stopped", "killed") & (F.coalesce("had_fatal", F.lit(0)) == 0))
+    return (window.join(out.withColumnRenamed("member", "leader"), ["run", "leader"])
             .where((F.col("f_ts") >= F.col("asked_ts")) & (F.col("f_ts") <= F.col("until_ts")))
             .select("run", "generation", "fault", "f_ts", F.lit("L1/leader-stopping").alias("rule")))
 
