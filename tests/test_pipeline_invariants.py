@@ -67,6 +67,14 @@ def test_break_fails_its_invariant(judged, name):
         assert v["evidence"], f"{inv} violation without evidence: {v['message']}"
 
 
+def test_v3_blames_the_member_that_did_not_rejoin_and_names_who_waited(judged):
+    # v3: m1 was told at 10.5 s and dropped at 41 s; m2's JoinGroup waited in that round.
+    (v,) = _inv(judged, "break-v3", "V3")["violations"]
+    assert v["culprit"] == "m1" and v["harmed"] == ["m2"], v
+    assert v["evidence"]["told_by"] == "Heartbeat" and v["evidence"]["dropped_by"] == "Heartbeat", v
+    assert v["evidence"]["waited_ms"] == 41005 - 10505 and v["evidence"]["excuses"] == [], v
+
+
 def test_r1_says_whether_the_claim_was_below_the_round(judged):
     # break-r1: m1, the only member declaring partitions in generation 2, names generation 1, the round's
     # highest: it missed no round (a Java 3.4.0 leader dropping a late member's claims, KAFKA-14639, is
@@ -332,6 +340,8 @@ RULE_STORIES = {
     "D3/rebalance": ("d3-rebalance-allowed", "D3", "d3-below-commit"),
     "D3/fault": ("d3-allowed", "D3", "d3"),
     "V1/migration-refused": ("v1-migration-refused-allowed", "V1", "v1-fatal-after-admitted"),
+    "V3/fault-window": ("v3-paused-allowed", "V3", "v3-paused-late"),
+    "V3/leaving": ("v3-leaving-allowed", "V3", "v3-leaving-late"),
 }
 
 

@@ -58,6 +58,7 @@ from conformance.mutate.progress import (
     stalled_through_rebalance,
 )
 from conformance.mutate.rebalances import rebalance_storm
+from conformance.mutate.rejoin import ignored_rebalance
 from conformance.mutate.revoke import (
     eager_rejoin_holding,
     held_beside_faulted,
@@ -112,6 +113,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("stalled-partition", "P1", stalled_partition),
     Mutation("unowned-at-end", "V1", unowned_at_end),
     Mutation("rebalance-storm", "V2", rebalance_storm),
+    Mutation("ignored-rebalance", "V3", ignored_rebalance),
     # R2/fault-window and P1/fault-window narrowed to their evidence (issue 38).
     Mutation("taken-before-removal", "R2", taken_before_removal),
     Mutation("held-beside-faulted", "R2", held_beside_faulted),

@@ -1,5 +1,6 @@
-"""Stories in which the group does not converge or a member crashes (V1; check in
-conformance/pipeline/checks/delivery.py).
+"""Stories in which the group does not converge or a member crashes (V1), rebalances without end (V2)
+or a member does not rejoin when told (V3); checks in conformance/pipeline/checks/delivery.py,
+rebalances.py and rejoin.py.
 
 Each story is the healthy cooperative run (:func:`stories.builder.healthy`) with one act changed;
 its decorator says what the judge must find.
@@ -7,6 +8,7 @@ its decorator says what the judge must find.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from stories import story
@@ -109,3 +111,71 @@ def v2_one_more_round_allowed(b: CooperativeRun) -> Path:
     b.through_steady()
     _rejoins(b, range(4, 5))
     return b.teardown()
+
+
+def _told_then_dropped(b: CooperativeRun, meanwhile: Callable[[CooperativeRun], None] | None = None) -> Path:
+    """m1 leads generation 1 alone; m2 asks to join at 10.1 s; m1's heartbeat is answered
+    REBALANCE_IN_PROGRESS at 10.5 s and its commit at 11 s too; ``meanwhile`` (from 10.6 s); m1
+    sends no JoinGroup. The coordinator completes generation 2 with m2 alone at 40.1 s (the rebalance
+    timeout) and answers m1's next heartbeat UNKNOWN_MEMBER_ID at 41 s; m1 loses its partitions."""
+    b.m1_leads_alone()
+    b.m2_starts()
+    m2_sub = b.subscription("m2")
+    b.frame(10100, "m2", "JoinGroup", "request", generation=-1,
+            protocols=[{"name": "cooperative-sticky", "metadata": m2_sub}])
+    b.frame(10500, "m1", "Heartbeat", "request", generation=1)
+    b.frame(10505, "m1", "Heartbeat", "response", generation=1, error_code=27)
+    if meanwhile:
+        meanwhile(b)
+    b.commit("m1", 11000, 1, [(T, 0, 50)], error=27)
+    b.frame(40105, "m2", "JoinGroup", "response", generation=2, error_code=0, leader=b.mid("m2"),
+            protocol_name="cooperative-sticky",
+            members=[{"member_id": b.mid("m2"), "group_instance_id": None, "metadata": m2_sub}])
+    b.generation_of["m2"] = 2
+    b.sync(2, 40200, "m2", {"m2": ALL4})
+    b.assigned("m2", 40300, ALL4)
+    b.frame(41000, "m1", "Heartbeat", "request", generation=1)
+    b.frame(41005, "m1", "Heartbeat", "response", generation=1, error_code=25)
+    b.lost("m1", 41100, ALL4)
+    return b.teardown()
+
+
+@story(fails=("V3", ["m1 was told a rebalance was in progress (Heartbeat answered REBALANCE_IN_PROGRESS",
+                     "and sent no JoinGroup as m1-id before the group dropped it 30.5 s later (Heartbeat answered "
+                     "UNKNOWN_MEMBER_ID", "2 request(s) meanwhile (Heartbeat, OffsetCommit)"]))
+def v3(b: CooperativeRun) -> Path:
+    """m1, live and committing, never rejoins after being told of m2's round (Java 3.2.0,
+    KAFKA-14024): the coordinator drops it at the rebalance timeout."""
+    return _told_then_dropped(b)
+
+
+@story()
+def v3_paused_allowed(b: CooperativeRun) -> Path:
+    """As v3, but m1 is paused from 10.6 s until 40.9 s: it could not rejoin (V3/fault-window)."""
+    def pause(run: CooperativeRun) -> None:
+        run.fault(10600, "pause", "m1")
+        run.fault(40900, "resume", "m1", phase="heal")
+    return _told_then_dropped(b, pause)
+
+
+@story(fails=("V3", ["sent no JoinGroup as m1-id before the group dropped it"]))
+def v3_paused_late(b: CooperativeRun) -> Path:
+    """As v3-paused-allowed, but the pause begins at 20 s, 9.5 s after m1 was told: it had time to
+    rejoin before it (the neighbour of V3/fault-window)."""
+    def pause(run: CooperativeRun) -> None:
+        run.fault(20000, "pause", "m1")
+        run.fault(40900, "resume", "m1", phase="heal")
+    return _told_then_dropped(b, pause)
+
+
+@story()
+def v3_leaving_allowed(b: CooperativeRun) -> Path:
+    """As v3, but the runner terminates m1 at 10.6 s: it is on its way out (V3/leaving)."""
+    return _told_then_dropped(b, lambda run: run.fault(10600, "terminate", "m1"))
+
+
+@story(fails=("V3", ["sent no JoinGroup as m1-id before the group dropped it"]))
+def v3_leaving_late(b: CooperativeRun) -> Path:
+    """As v3-leaving-allowed, but the runner terminates m1 at 20 s, 9.5 s after it was told (the
+    neighbour of V3/leaving)."""
+    return _told_then_dropped(b, lambda run: run.fault(20000, "terminate", "m1"))

@@ -20,6 +20,7 @@ from conformance.pipeline.checks import (
     leadership,
     progress,
     rebalances,
+    rejoin,
     revoke,
 )
 from conformance.pipeline.derived import Tables
@@ -60,6 +61,7 @@ CATALOG: dict[str, tuple[Check, str]] = {
                               "own bound (its fetch wait plus its max poll interval)"),
     "V1": (delivery.check_v1, "the group converges after the last fault; no member crashes"),
     "V2": (rebalances.check_v2, "after the last fault the group forms at most two generations per membership change"),
+    "V3": (rejoin.check_v3, "a classic member told a rebalance is in progress rejoins before the group drops it"),
 }
 
 
@@ -79,7 +81,7 @@ SEVERITY: dict[str, str] = {
     "D1": "safety", "D2": "safety", "D3": "efficiency",
     "C1": "safety", "C2": "safety",
     "P1": "liveness",
-    "V1": "liveness", "V2": "liveness",
+    "V1": "liveness", "V2": "liveness", "V3": "liveness",
 }
 
 

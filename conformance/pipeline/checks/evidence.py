@@ -325,6 +325,20 @@ EVIDENCE: dict[str, dict[str, Key]] = {
         Key("refusal", str, "the refusal's error message", nullable=True),
         Key("refused_error", str, "the refusal's error name", nullable=True),
     ),
+    "V3": _keys(
+        Key("member_id", str, "the member id told and dropped"),
+        Key("told_wire_line", int, "wire line of the first answer that told it a rebalance was in progress (of the "
+                                   "request, for an OffsetCommit)"),
+        Key("told_by", str, "the API of that answer"),
+        Key("dropped_wire_line", int, "wire line of the first UNKNOWN_MEMBER_ID answer after it (of the request, for "
+                                      "an OffsetCommit)"),
+        Key("dropped_by", str, "the API of that answer"),
+        Key("waited_ms", float, "from the first to the second"),
+        Key("requests_meanwhile", int, "the member id's requests in between"),
+        Key("apis_meanwhile", list, "their APIs"),
+        Key("kept_committing", bool, "it sent OffsetCommit requests in between (the evidence of KAFKA-14024)"),
+        Key("excuses", list, "faults and ways out in between (fault, ts, rule)"),
+    ),
     "V2": _keys(
         Key("generations", int, "generations formed"),
         Key("bound", int, "the bound: twice the membership changes"),

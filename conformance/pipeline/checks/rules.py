@@ -154,6 +154,22 @@ _RULES: tuple[Rule, ...] = (
          "from 4.3 it refuses a classic member's join into a consumer group under migration-policy=disabled with "
          "INCONSISTENT_GROUP_PROTOCOL (KAFKA-20640), a fatal error for classic clients too. "
          "K5 judges whether the refusal was due; a member that crashes after it was admitted is still a V1 violation."),
+    Rule("V3/fault-window", "V3",
+         "a classic member dropped (UNKNOWN_MEMBER_ID) without the JoinGroup it owed after being told a rebalance "
+         "was in progress, when a dead-looking fault window of that member, the broker or every member (a pause, a "
+         "cut, a stall of max.poll.interval.ms, a broker restart, a toxic by the toxic rule, with the session "
+         "timeout and a heartbeat after its heal) was in force when it was told or opened within a heartbeat "
+         "interval after",
+         "A paused or cut-off member cannot send its JoinGroup, and a coordinator that restarted or could not hear "
+         "it cannot receive one; the coordinator completes the round without it after the rebalance timeout "
+         "(KIP-62). A fault that began later explains nothing: a live member rejoins on the next turn of its poll "
+         "loop, and one that kept talking without joining is the bug (KAFKA-14024)."),
+    Rule("V3/leaving", "V3",
+         "a classic member dropped without the JoinGroup it owed when, after it entered its generation and no "
+         "later than a heartbeat interval after it was told a rebalance was in progress (and before the drop), "
+         "it sent a LeaveGroup, the runner stopped or killed it, or its history ended (not at the run's end)",
+         "A member on its way out rightly does not join the new round; its LeaveGroup or exit is the evidence "
+         "(a crash is V1's finding). A stop that came later does not explain why it had not rejoined by then."),
     Rule("P1/fault-window", "P1",
          "a stall longer than the bound whose time outside the fault windows of the owner or the broker, summed "
          "over the whole stall, is no longer than the bound (a window: the fault's invocation to its heal plus a "
