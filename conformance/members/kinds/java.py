@@ -98,6 +98,12 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "member in the same round",
                # R1's culprit is the leader; the claim it ignored named a generation below the round's highest.
                evidence=(("declared_below_round", True),)),
+    KnownIssue("java", "3.2.0", "3.2.1", "V3", "KAFKA-14024 (ConsumerCoordinator.onJoinPrepare; fixed in 3.2.1)",
+               "a cooperative member with auto-commit sends a new asynchronous commit from onJoinPrepare on every "
+               "poll and waits for it before joining, so it never sends its JoinGroup; the coordinator drops it at "
+               "the rebalance timeout and every other member waits that long",
+               # V3's culprit is the member; it kept committing while it owed its JoinGroup.
+               evidence=(("kept_committing", True),)),
 )
 
 
