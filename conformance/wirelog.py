@@ -38,7 +38,8 @@ Record = dict[str, Any]
 V = TypeVar("V")
 
 #: The group APIs the tap records.
-APIS: tuple[str, ...] = ("OffsetCommit", "JoinGroup", "Heartbeat", "LeaveGroup", "SyncGroup", "ConsumerGroupHeartbeat")
+APIS: tuple[str, ...] = ("OffsetCommit", "OffsetFetch", "JoinGroup", "Heartbeat", "LeaveGroup", "SyncGroup",
+                         "ConsumerGroupHeartbeat")
 
 COMMON_FIELDS: tuple[str, ...] = ("ts", "member", "api", "api_key", "version", "correlation_id", "direction",
                                   "group_id", "member_id", "group_instance_id", "generation", "protocol_type",
@@ -57,6 +58,11 @@ API_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("OffsetCommit", "request"): ("offsets",),
     # partition_errors: [[topic, partition, error_code]]; error_code: the one code of all, else null
     ("OffsetCommit", "response"): ("partition_errors",),
+    # partitions: [[topic, partition]] asked for (null: all of the group's); member_epoch (v9+, -1 classic)
+    ("OffsetFetch", "request"): ("partitions", "member_epoch"),
+    # fetched: [[topic, partition, committed_offset (-1: none), error_code]]: the offsets a member was
+    # told it resumes from; error_code the group's (v2+)
+    ("OffsetFetch", "response"): ("fetched",),
     ("LeaveGroup", "request"): ("members",),
 }
 

@@ -133,6 +133,47 @@ def test_offsetcommit_v10_names_topics_by_id_in_hex() -> None:
     assert res["partition_errors"] == [[topic_id.hex, 2, 0]] and res["error_code"] == 0
 
 
+def _offset_fetch(version: int, topic_id: uuid.UUID) -> tuple:
+    """An OffsetFetch request for partition 2 of one topic and its answer, committed offset 127."""
+    R, S = g.OffsetFetchRequest, g.OffsetFetchResponse
+    if version < 8:
+        req = R(version=version, group_id="grp", topics=[R.OffsetFetchRequestTopic(name="t", partition_indexes=[2])],
+                require_stable=True)
+        resp = S(version=version, throttle_time_ms=0, error_code=0, topics=[S.OffsetFetchResponseTopic(
+            name="t", partitions=[S.OffsetFetchResponseTopic.OffsetFetchResponsePartition(
+                partition_index=2, committed_offset=127, committed_leader_epoch=-1, metadata="", error_code=0)])])
+        return req, resp
+    topic = {"topic_id": topic_id} if version >= 10 else {"name": "t"}
+    Rt, Sg = R.OffsetFetchRequestGroup, S.OffsetFetchResponseGroup
+    req = R(version=version, require_stable=True, groups=[Rt(
+        group_id="grp", member_id="m-1", member_epoch=-1,
+        topics=[Rt.OffsetFetchRequestTopics(partition_indexes=[2], **topic)])])
+    St = Sg.OffsetFetchResponseTopics
+    resp = S(version=version, throttle_time_ms=0, groups=[Sg(group_id="grp", error_code=0, topics=[St(
+        partitions=[St.OffsetFetchResponsePartitions(partition_index=2, committed_offset=127,
+                                                     committed_leader_epoch=-1, metadata="", error_code=0)],
+        **topic)])])
+    return req, resp
+
+
+@pytest.mark.parametrize("version", [7, 9, 10])
+def test_offsetfetch_records_the_offsets_a_member_was_told(version: int) -> None:
+    """OffsetFetch is what a member resumes from: the record names the partitions asked for and the
+    committed offsets answered (by topic id in hex from v10, as OffsetCommit)."""
+    sink = Recorder()
+    conn = _Connection(sink, 0, 1)  # type: ignore[arg-type]
+    topic_id = uuid.UUID(bytes=bytes(range(16)))
+    req, resp = _offset_fetch(version, topic_id)
+    conn.feed(conn.requests, request_frame(req, version, 12))
+    conn.feed(conn.responses, response_frame(resp, version, 12))
+    rq, rs = sink.records
+    assert "undecodable" not in rq and "undecodable" not in rs, (rq, rs)
+    topic = topic_id.hex if version >= 10 else "t"
+    assert rq["api"] == rs["api"] == "OffsetFetch" and rq["group_id"] == "grp"
+    assert rq["partitions"] == [[topic, 2]] and rq["member_id"] == ("m-1" if version >= 9 else None)
+    assert rs["fetched"] == [[topic, 2, 127, 0]] and rs["error_code"] == 0
+
+
 def _cgh_request_body(version: int) -> bytes:
     def cstr(s):
         return b"\x00" if s is None else bytes([len(s) + 1]) + s.encode()

@@ -122,3 +122,14 @@ def test_non_hex_bytes_in_the_capture_are_a_damaged_line_with_no_rows():
     assert [(m["line"], m["problem"].split(",")[0]) for m in rows.malformed] == [(2, "metadata is not hex")]
     # Bytes that are hex but do not decode are the client's: E1 judges them.
     assert rows.subscriptions[0]["decode_error"]
+
+
+def test_offsetfetch_frames_are_evidence_for_readers_not_rows():
+    # The tap records OffsetFetch (what a member resumes from), decoded or not; no check reads it yet,
+    # so it makes no frame row and, undecodable (a v0 frame), no damaged line either.
+    fetch = json.dumps({"ts": 2.0, "member": "m1", "api": "OffsetFetch", "direction": "response",
+                        "fetched": [["orders", 7, 127, 0]]}) + "\n"
+    old = json.dumps({"ts": 3.0, "member": "m1", "api": "OffsetFetch", "direction": "request",
+                      "undecodable": "OffsetFetch v0 is beyond the decodable v1-v10"}) + "\n"
+    rows = decode_wire("r", "/r/wire.jsonl", [_join_request("0001"), fetch, old])
+    assert [r["line"] for r in rows.frames] == [1] and rows.malformed == []

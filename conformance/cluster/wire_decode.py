@@ -8,7 +8,8 @@ Kafka's JSON schemas (:data:`FLEXIBLE_FROM`).
 
 Bodies are decoded with kafka-python's schema-driven protocol classes for the
 classic group APIs (kafka.protocol.consumer.group; JoinGroup 0-9, SyncGroup
-0-5, Heartbeat 0-4, LeaveGroup 0-5, OffsetCommit 0-10). kafka-python has no
+0-5, Heartbeat 0-4, LeaveGroup 0-5, OffsetCommit 0-10, OffsetFetch 1-10: what a member
+is told its committed offsets are). kafka-python has no
 ConsumerGroupHeartbeat (KIP-848, api 68): its bodies are decoded by the one
 codec of that format, :mod:`conformance.protocol.consumer_group_heartbeat`
 (versions 0-1, flexible from 0), which the reference KIP-848 member also uses.
@@ -28,14 +29,17 @@ from conformance.protocol import consumer_group_heartbeat as cgh
 from conformance.protocol.wire import DecodeError
 
 #: api key -> name, for the APIs the tap records.
-GROUP_APIS: dict[int, str] = {8: "OffsetCommit", 11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup",
+GROUP_APIS: dict[int, str] = {8: "OffsetCommit", 9: "OffsetFetch", 11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup",
                               14: "SyncGroup", 68: "ConsumerGroupHeartbeat"}
 
 #: api key -> first flexible version (request header v2 / response header v1 from here on).
-FLEXIBLE_FROM: dict[int, int] = {8: 8, 11: 6, 12: 4, 13: 4, 14: 4, 68: 0}
+FLEXIBLE_FROM: dict[int, int] = {8: 8, 9: 6, 11: 6, 12: 4, 13: 4, 14: 4, 68: 0}
 
 #: api key -> highest version this module decodes.
-MAX_VERSION: dict[int, int] = {8: 10, 11: 9, 12: 4, 13: 5, 14: 5, 68: 1}
+MAX_VERSION: dict[int, int] = {8: 10, 9: 10, 11: 9, 12: 4, 13: 5, 14: 5, 68: 1}
+
+#: api key -> lowest version this module decodes, where it is not 0 (kafka-python's OffsetFetch starts at v1).
+MIN_VERSION: dict[int, int] = {9: 1}
 
 _ENVELOPE = ("group_id", "member_id", "group_instance_id", "generation", "protocol_type", "error_code")
 
@@ -116,8 +120,9 @@ def decode_request(frame: bytes) -> dict[str, Any]:
     rec = _base(api_key, version, correlation_id, "request")
     if api_key not in GROUP_APIS:
         raise WireDecodeError(f"api key {api_key} is not a group API")
-    if not 0 <= version <= MAX_VERSION[api_key]:
-        raise WireDecodeError(f"{GROUP_APIS[api_key]} v{version} is beyond the decodable v0-v{MAX_VERSION[api_key]}")
+    lo = MIN_VERSION.get(api_key, 0)
+    if not lo <= version <= MAX_VERSION[api_key]:
+        raise WireDecodeError(f"{GROUP_APIS[api_key]} v{version} is beyond the decodable v{lo}-v{MAX_VERSION[api_key]}")
     r = _Reader(frame, 8)
     rec["client_id"] = r.nullable_string()
     if version >= FLEXIBLE_FROM[api_key]:
@@ -153,7 +158,8 @@ def _classes() -> dict[tuple[int, bool], Any]:
             (14, True): g.SyncGroupRequest, (14, False): g.SyncGroupResponse,
             (12, True): g.HeartbeatRequest, (12, False): g.HeartbeatResponse,
             (13, True): g.LeaveGroupRequest, (13, False): g.LeaveGroupResponse,
-            (8, True): g.OffsetCommitRequest, (8, False): g.OffsetCommitResponse}
+            (8, True): g.OffsetCommitRequest, (8, False): g.OffsetCommitResponse,
+            (9, True): g.OffsetFetchRequest, (9, False): g.OffsetFetchResponse}
 
 
 _CLASSES: dict[tuple[int, bool], Any] | None = None
@@ -169,6 +175,8 @@ def _classic(api_key: int, version: int, body: bytes, request: bool) -> dict[str
     except Exception as exc:  # kafka-python raises assorted types on malformed bytes
         raise WireDecodeError(f"{cls.__name__} v{version}: {type(exc).__name__}: {exc}") from exc
     get = lambda name, default=None: getattr(msg, name, default)  # noqa: E731
+    if api_key == 9:
+        return _offset_fetch(msg, version, request)
     out: dict[str, Any] = {}
     if request:
         out["group_id"] = get("group_id")
@@ -215,9 +223,27 @@ def _classic(api_key: int, version: int, body: bytes, request: bool) -> dict[str
     return out
 
 
+def _offset_fetch(msg: Any, version: int, request: bool) -> dict[str, Any]:
+    """An OffsetFetch record: v8+ carries a list of groups (a consumer asks for its own group
+    only; the first is recorded), v0-7 the group's fields at the top."""
+    group = (getattr(msg, "groups", None) or [None])[0] if version >= 8 else msg
+    if group is None:
+        raise WireDecodeError(f"OffsetFetch{'Request' if request else 'Response'} v{version}: no group")
+    topics = getattr(group, "topics", None)
+    if request:
+        return {"group_id": getattr(group, "group_id", None),
+                "member_id": getattr(group, "member_id", None) if version >= 9 else None,
+                "member_epoch": getattr(group, "member_epoch", None) if version >= 9 else None,
+                "partitions": None if topics is None else
+                [[_topic(t, version), int(p)] for t in topics for p in t.partition_indexes or []]}
+    return {"error_code": getattr(group, "error_code", None) if version >= 2 else None,
+            "fetched": [[_topic(t, version), p.partition_index, p.committed_offset, p.error_code]
+                        for t in topics or [] for p in t.partitions or []]}
+
+
 def _topic(t: Any, version: int) -> str:
-    """OffsetCommit names topics by name up to v9 and by topic id (hex) from v10 (kafka-python
-    reads the id as a :class:`uuid.UUID`; franz-go 1.22 sends v10 to a 4.x broker)."""
+    """OffsetCommit and OffsetFetch name topics by name up to v9 and by topic id (hex) from v10
+    (kafka-python reads the id as a :class:`uuid.UUID`; franz-go 1.22 sends v10 to a 4.x broker)."""
     if version >= 10:
         topic_id = getattr(t, "topic_id", None)
         return topic_id.hex if isinstance(topic_id, uuid.UUID) else (_hex(topic_id) or "")

@@ -22,6 +22,9 @@ Guarantees:
   the capture has no such request; an OffsetCommit response's errors go to
   the rows of the request it answers. Reading and pairing are the wire log's
   own (:mod:`conformance.wirelog`).
+- OffsetFetch frames (what a member was told its committed offsets are) make
+  no row and no malformed entry (:data:`UNJUDGED_APIS`): no check reads them;
+  they are in ``wire.jsonl`` for the reader of a finding;
 - topics named by id (OffsetCommit v10+, ConsumerGroupHeartbeat) are named
   by topic in every row, through the manifest's ``topic_ids``; a frame with an
   id the manifest does not name is a malformed line (its partitions cannot be
@@ -149,6 +152,9 @@ def decode_assignment_row(assignment_hex: str | None, assignor: str | None) -> d
     return row
 
 
+#: APIs the tap records as evidence for people (drafts, timelines) that no check reads yet: no row.
+UNJUDGED_APIS: tuple[str, ...] = ("OffsetFetch",)
+
 _ENVELOPE = ("ts", "member", "api", "api_key", "version", "correlation_id", "direction", "group_id",
              "member_id", "group_instance_id", "generation", "protocol_type", "error_code", "leader",
              "protocol_name", "member_epoch")
@@ -170,6 +176,8 @@ def decode_wire(run: str, file: str, lines: Iterable[str], topic_ids: dict[str, 
             out.malformed.append({"run": run, "file": file, "line": number, "problem": problem})
             continue
         assert f is not None  # read_wire: a record whenever there is no problem
+        if f.get("api") in UNJUDGED_APIS:
+            continue
         try:
             rows = WireRows()
             _decode_frame(run, number, f, rows, pending, names)
