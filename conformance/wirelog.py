@@ -38,8 +38,8 @@ Record = dict[str, Any]
 V = TypeVar("V")
 
 #: The group APIs the tap records.
-APIS: tuple[str, ...] = ("OffsetCommit", "OffsetFetch", "JoinGroup", "Heartbeat", "LeaveGroup", "SyncGroup",
-                         "ConsumerGroupHeartbeat")
+APIS: tuple[str, ...] = ("OffsetCommit", "OffsetFetch", "OffsetForLeaderEpoch", "JoinGroup", "Heartbeat",
+                         "LeaveGroup", "SyncGroup", "ConsumerGroupHeartbeat")
 
 COMMON_FIELDS: tuple[str, ...] = ("ts", "member", "api", "api_key", "version", "correlation_id", "direction",
                                   "group_id", "member_id", "group_instance_id", "generation", "protocol_type",
@@ -54,15 +54,20 @@ API_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
     # assignments: [{member_id, assignment (hex)}], the leader's only
     ("SyncGroup", "request"): ("protocol_name", "assignments"),
     ("SyncGroup", "response"): ("protocol_name", "assignment"),
-    # offsets: [[topic, partition, offset]]
-    ("OffsetCommit", "request"): ("offsets",),
+    # offsets: [[topic, partition, offset]]; leader_epochs: [[topic, partition, committed leader epoch]]
+    # (v6+, -1 for none; null below v6)
+    ("OffsetCommit", "request"): ("offsets", "leader_epochs"),
     # partition_errors: [[topic, partition, error_code]]; error_code: the one code of all, else null
     ("OffsetCommit", "response"): ("partition_errors",),
     # partitions: [[topic, partition]] asked for (null: all of the group's); member_epoch (v9+, -1 classic)
     ("OffsetFetch", "request"): ("partitions", "member_epoch"),
-    # fetched: [[topic, partition, committed_offset (-1: none), error_code]]: the offsets a member was
-    # told it resumes from; error_code the group's (v2+)
+    # fetched: [[topic, partition, committed_offset (-1: none), committed leader epoch (-1: none), error_code]]:
+    # the offsets a member was told it resumes from; error_code the group's (v2+)
     ("OffsetFetch", "response"): ("fetched",),
+    # epochs: [[topic, partition, leader_epoch asked about, current_leader_epoch]] (KIP-320 validation)
+    ("OffsetForLeaderEpoch", "request"): ("epochs",),
+    # epoch_ends: [[topic, partition, leader_epoch, end_offset, error_code]]: where that epoch ended
+    ("OffsetForLeaderEpoch", "response"): ("epoch_ends",),
     ("LeaveGroup", "request"): ("members",),
 }
 

@@ -104,7 +104,7 @@ def test_syncgroup_offsetcommit_and_unwanted_frames_interleaved() -> None:
     assert [r["api"] for r in sink.records] == ["SyncGroup", "OffsetCommit"]
     assert sink.records[0]["assignments"] == [{"member_id": "m-1", "assignment": "000141"}]
     assert sink.records[0]["protocol_name"] == "range" and sink.records[0]["generation"] == 4
-    assert sink.records[1]["offsets"] == [["t", 2, 41]]
+    assert sink.records[1]["offsets"] == [["t", 2, 41]] and sink.records[1]["leader_epochs"] == [["t", 2, -1]]
     # The response to the skipped ApiVersions (correlation 8) is not recorded either.
     conn.feed(conn.responses, struct.pack(">ii", 4, 8))
     assert len(sink.records) == 2
@@ -141,7 +141,7 @@ def _offset_fetch(version: int, topic_id: uuid.UUID) -> tuple:
                 require_stable=True)
         resp = S(version=version, throttle_time_ms=0, error_code=0, topics=[S.OffsetFetchResponseTopic(
             name="t", partitions=[S.OffsetFetchResponseTopic.OffsetFetchResponsePartition(
-                partition_index=2, committed_offset=127, committed_leader_epoch=-1, metadata="", error_code=0)])])
+                partition_index=2, committed_offset=127, committed_leader_epoch=3, metadata="", error_code=0)])])
         return req, resp
     topic = {"topic_id": topic_id} if version >= 10 else {"name": "t"}
     Rt, Sg = R.OffsetFetchRequestGroup, S.OffsetFetchResponseGroup
@@ -151,7 +151,7 @@ def _offset_fetch(version: int, topic_id: uuid.UUID) -> tuple:
     St = Sg.OffsetFetchResponseTopics
     resp = S(version=version, throttle_time_ms=0, groups=[Sg(group_id="grp", error_code=0, topics=[St(
         partitions=[St.OffsetFetchResponsePartitions(partition_index=2, committed_offset=127,
-                                                     committed_leader_epoch=-1, metadata="", error_code=0)],
+                                                     committed_leader_epoch=3, metadata="", error_code=0)],
         **topic)])])
     return req, resp
 
@@ -171,7 +171,26 @@ def test_offsetfetch_records_the_offsets_a_member_was_told(version: int) -> None
     topic = topic_id.hex if version >= 10 else "t"
     assert rq["api"] == rs["api"] == "OffsetFetch" and rq["group_id"] == "grp"
     assert rq["partitions"] == [[topic, 2]] and rq["member_id"] == ("m-1" if version >= 9 else None)
-    assert rs["fetched"] == [[topic, 2, 127, 0]] and rs["error_code"] == 0
+    assert rs["fetched"] == [[topic, 2, 127, 3, 0]] and rs["error_code"] == 0
+
+
+def test_offsetforleaderepoch_records_where_an_epoch_ended() -> None:
+    """KIP-320: a consumer that resumes from a committed offset of leader epoch 3 asks where epoch 3
+    ended; the record names the epoch asked about and the end offset answered."""
+    from kafka.protocol.consumer import offsets as o
+    R, S = o.OffsetForLeaderEpochRequest, o.OffsetForLeaderEpochResponse
+    sink = Recorder()
+    conn = _Connection(sink, 0, 1)  # type: ignore[arg-type]
+    req = R(version=4, replica_id=-1, topics=[R.OffsetForLeaderTopic(topic="t", partitions=[
+        R.OffsetForLeaderTopic.OffsetForLeaderPartition(partition=7, current_leader_epoch=5, leader_epoch=3)])])
+    resp = S(version=4, throttle_time_ms=0, topics=[S.OffsetForLeaderTopicResult(topic="t", partitions=[
+        S.OffsetForLeaderTopicResult.EpochEndOffset(error_code=0, partition=7, leader_epoch=3, end_offset=128)])])
+    conn.feed(conn.requests, request_frame(req, 4, 13))
+    conn.feed(conn.responses, response_frame(resp, 4, 13))
+    rq, rs = sink.records
+    assert "undecodable" not in rq and "undecodable" not in rs, (rq, rs)
+    assert rq["api"] == "OffsetForLeaderEpoch" and rq["epochs"] == [["t", 7, 3, 5]]
+    assert rs["epoch_ends"] == [["t", 7, 3, 128, 0]]
 
 
 def _cgh_request_body(version: int) -> bytes:

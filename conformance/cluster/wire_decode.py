@@ -9,7 +9,8 @@ Kafka's JSON schemas (:data:`FLEXIBLE_FROM`).
 Bodies are decoded with kafka-python's schema-driven protocol classes for the
 classic group APIs (kafka.protocol.consumer.group; JoinGroup 0-9, SyncGroup
 0-5, Heartbeat 0-4, LeaveGroup 0-5, OffsetCommit 0-10, OffsetFetch 1-10: what a member
-is told its committed offsets are). kafka-python has no
+is told its committed offsets are; and OffsetForLeaderEpoch 2-4, with which a consumer checks a
+committed offset's leader epoch, KIP-320). kafka-python has no
 ConsumerGroupHeartbeat (KIP-848, api 68): its bodies are decoded by the one
 codec of that format, :mod:`conformance.protocol.consumer_group_heartbeat`
 (versions 0-1, flexible from 0), which the reference KIP-848 member also uses.
@@ -29,17 +30,18 @@ from conformance.protocol import consumer_group_heartbeat as cgh
 from conformance.protocol.wire import DecodeError
 
 #: api key -> name, for the APIs the tap records.
-GROUP_APIS: dict[int, str] = {8: "OffsetCommit", 9: "OffsetFetch", 11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup",
+GROUP_APIS: dict[int, str] = {8: "OffsetCommit", 9: "OffsetFetch", 23: "OffsetForLeaderEpoch", 11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup",
                               14: "SyncGroup", 68: "ConsumerGroupHeartbeat"}
 
 #: api key -> first flexible version (request header v2 / response header v1 from here on).
-FLEXIBLE_FROM: dict[int, int] = {8: 8, 9: 6, 11: 6, 12: 4, 13: 4, 14: 4, 68: 0}
+FLEXIBLE_FROM: dict[int, int] = {8: 8, 9: 6, 23: 4, 11: 6, 12: 4, 13: 4, 14: 4, 68: 0}
 
 #: api key -> highest version this module decodes.
-MAX_VERSION: dict[int, int] = {8: 10, 9: 10, 11: 9, 12: 4, 13: 5, 14: 5, 68: 1}
+MAX_VERSION: dict[int, int] = {8: 10, 9: 10, 23: 4, 11: 9, 12: 4, 13: 5, 14: 5, 68: 1}
 
-#: api key -> lowest version this module decodes, where it is not 0 (kafka-python's OffsetFetch starts at v1).
-MIN_VERSION: dict[int, int] = {9: 1}
+#: api key -> lowest version this module decodes, where it is not 0 (kafka-python's OffsetFetch starts at v1,
+#: its OffsetForLeaderEpoch at v2).
+MIN_VERSION: dict[int, int] = {9: 1, 23: 2}
 
 _ENVELOPE = ("group_id", "member_id", "group_instance_id", "generation", "protocol_type", "error_code")
 
@@ -154,12 +156,14 @@ def decode_response(frame: bytes, api_key: int, version: int) -> dict[str, Any]:
 
 def _classes() -> dict[tuple[int, bool], Any]:
     from kafka.protocol.consumer import group as g
+    from kafka.protocol.consumer import offsets as o
     return {(11, True): g.JoinGroupRequest, (11, False): g.JoinGroupResponse,
             (14, True): g.SyncGroupRequest, (14, False): g.SyncGroupResponse,
             (12, True): g.HeartbeatRequest, (12, False): g.HeartbeatResponse,
             (13, True): g.LeaveGroupRequest, (13, False): g.LeaveGroupResponse,
             (8, True): g.OffsetCommitRequest, (8, False): g.OffsetCommitResponse,
-            (9, True): g.OffsetFetchRequest, (9, False): g.OffsetFetchResponse}
+            (9, True): g.OffsetFetchRequest, (9, False): g.OffsetFetchResponse,
+            (23, True): o.OffsetForLeaderEpochRequest, (23, False): o.OffsetForLeaderEpochResponse}
 
 
 _CLASSES: dict[tuple[int, bool], Any] | None = None
@@ -177,6 +181,8 @@ def _classic(api_key: int, version: int, body: bytes, request: bool) -> dict[str
     get = lambda name, default=None: getattr(msg, name, default)  # noqa: E731
     if api_key == 9:
         return _offset_fetch(msg, version, request)
+    if api_key == 23:
+        return _epoch_ends(msg, request)
     out: dict[str, Any] = {}
     if request:
         out["group_id"] = get("group_id")
@@ -215,6 +221,9 @@ def _classic(api_key: int, version: int, body: bytes, request: bool) -> dict[str
     elif api_key == 8 and request:
         out["offsets"] = [[_topic(t, version), p.partition_index, p.committed_offset]
                           for t in get("topics") or [] for p in t.partitions or []]
+        out["leader_epochs"] = None if version < 6 else [
+            [_topic(t, version), p.partition_index, p.committed_leader_epoch]
+            for t in get("topics") or [] for p in t.partitions or []]
     elif api_key == 8:
         out["partition_errors"] = [[_topic(t, version), p.partition_index, p.error_code]
                                    for t in get("topics") or [] for p in t.partitions or []]
@@ -237,8 +246,19 @@ def _offset_fetch(msg: Any, version: int, request: bool) -> dict[str, Any]:
                 "partitions": None if topics is None else
                 [[_topic(t, version), int(p)] for t in topics for p in t.partition_indexes or []]}
     return {"error_code": getattr(group, "error_code", None) if version >= 2 else None,
-            "fetched": [[_topic(t, version), p.partition_index, p.committed_offset, p.error_code]
+            "fetched": [[_topic(t, version), p.partition_index, p.committed_offset,
+                         p.committed_leader_epoch if version >= 5 else -1, p.error_code]
                         for t in topics or [] for p in t.partitions or []]}
+
+
+def _epoch_ends(msg: Any, request: bool) -> dict[str, Any]:
+    """An OffsetForLeaderEpoch record: a consumer asks where the leader epoch of a position (a committed
+    offset's, KIP-320) ended; an end offset below the position tells it the log diverged there."""
+    if request:
+        return {"epochs": [[t.topic, p.partition, p.leader_epoch, p.current_leader_epoch]
+                           for t in msg.topics or [] for p in t.partitions or []]}
+    return {"epoch_ends": [[t.topic, p.partition, p.leader_epoch, p.end_offset, p.error_code]
+                           for t in msg.topics or [] for p in t.partitions or []]}
 
 
 def _topic(t: Any, version: int) -> str:

@@ -22,8 +22,9 @@ Guarantees:
   the capture has no such request; an OffsetCommit response's errors go to
   the rows of the request it answers. Reading and pairing are the wire log's
   own (:mod:`conformance.wirelog`).
-- OffsetFetch frames (what a member was told its committed offsets are) make
-  no row and no malformed entry (:data:`UNJUDGED_APIS`): no check reads them;
+- OffsetFetch frames (what a member was told its committed offsets are) and
+  OffsetForLeaderEpoch frames (where it was told a leader epoch ended) make no
+  row and no malformed entry (:data:`UNJUDGED_APIS`): no check reads them;
   they are in ``wire.jsonl`` for the reader of a finding;
 - topics named by id (OffsetCommit v10+, ConsumerGroupHeartbeat) are named
   by topic in every row, through the manifest's ``topic_ids``; a frame with an
@@ -153,7 +154,7 @@ def decode_assignment_row(assignment_hex: str | None, assignor: str | None) -> d
 
 
 #: APIs the tap records as evidence for people (drafts, timelines) that no check reads yet: no row.
-UNJUDGED_APIS: tuple[str, ...] = ("OffsetFetch",)
+UNJUDGED_APIS: tuple[str, ...] = ("OffsetFetch", "OffsetForLeaderEpoch")
 
 _ENVELOPE = ("ts", "member", "api", "api_key", "version", "correlation_id", "direction", "group_id",
              "member_id", "group_instance_id", "generation", "protocol_type", "error_code", "leader",
