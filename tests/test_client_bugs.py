@@ -45,6 +45,16 @@ from m4: 3 moves, the one beyond those needed of a claim without a generation, a
 m4's subscriptions of generations 13-14 carrying generation 12 (v3; the mutant), no claim is
 without a generation and the same plan fails L4.
 
+A Sarama 1.61.1 cooperative leader hands a partition to a stale claimant without the revoke round
+(docs/client-bugs/sarama-stale-claim-handover.md). In the recorded cell (the smallest schedule a shrink
+kept of a hunt's finding) m1-kafka-python is cut off, loses orders-0 to orders-2 and comes back
+declaring them in a subscription without a generation; m0-sarama, which validly declared them at
+generation 5, leads generation 6 and gives orders-0 straight to kafka-python. R1 must name Sarama,
+with the receiver's claim (generation -1) in the evidence, and the row must excuse exactly that. The
+bug class it could hide, a leader giving a validly owned partition to a member that never claimed it,
+is still caught: in the mutant copy kafka-python's subscription in the member list of generation 6
+declares nothing, and R1 fails.
+
 All copies are judged by the session's one real ``conformance report`` (tests/recorded.py).
 """
 
@@ -65,6 +75,7 @@ CRASH_ARCHIVE = BUGS / "librdkafka-2.16.1-v0-subscription-crash.tar.xz"
 FRANZ_ARCHIVE = BUGS / "franz-go-1.22.3-generationless-owned.tar.xz"
 FRANZ_R3_ARCHIVE = BUGS / "franz-go-1.22.3-generationless-owned-r3.tar.xz"
 FRANZ_NEEDED_ARCHIVE = BUGS / "franz-go-1.22.3-generationless-owned-needed-move.tar.xz"
+SARAMA_ARCHIVE = BUGS / "sarama-1.61.1-stale-claim-handover.tar.xz"
 MEMBER = "m4-kafka-python"
 SYNC_TS = 1795693742505.1436   # the SyncGroup answer of generation 7 to m4 (wire line 3286)
 
@@ -106,7 +117,33 @@ def recorded_copies(root: Path) -> dict[str, Path]:
     dirs["needed-move"] = copy_run(needed, runs / "needed-move")
     dirs["needed-move-with-generation"] = copy_run(needed, runs / "needed-move-with-generation", "-with-generation")
     _declare_generation(dirs["needed-move-with-generation"], "m4-kafka-python", generations=(13, 14), generation=12)
+    sarama = unpack(SARAMA_ARCHIVE, root / "sarama-original")
+    dirs["stale-claim-handover"] = copy_run(sarama, runs / "stale-claim-handover")
+    dirs["stale-claim-unclaimed"] = copy_run(sarama, runs / "stale-claim-unclaimed", "-unclaimed")
+    _declare_nothing(dirs["stale-claim-unclaimed"], "m1-kafka-python", generation=6)
     return dirs
+
+
+def _declare_nothing(run: Path, member: str, generation: int) -> None:
+    """In the copy ``run``, ``member``'s subscription in the member list of ``generation`` (what the leader
+    read) declares no owned partitions."""
+    from dataclasses import replace
+
+    from conformance.protocol import decode_subscription, encode_subscription
+
+    wire = run / "wire.jsonl"
+    frames = read_jsonl(wire)
+    edited = 0
+    for f in frames:
+        if f["api"] == "JoinGroup" and f["direction"] == "response" and f.get("generation") == generation:
+            for m in f.get("members") or []:
+                if m["member_id"].startswith(member):
+                    sub = decode_subscription(bytes.fromhex(m["metadata"]))
+                    assert sub.owned_partitions, "the recorded bug: the member declares partitions"
+                    m["metadata"] = encode_subscription(replace(sub, owned_partitions=())).hex()
+                    edited += 1
+    assert edited == 1, f"{member}'s subscriptions edited: {edited}"
+    write_jsonl(wire, frames)
 
 
 def _declare_generation(run: Path, member: str, generations: tuple[int, ...], generation: int) -> None:
@@ -276,3 +313,29 @@ def test_the_same_revoke_by_another_leader_still_fails_r3(recorded_verdicts):
     assert sorted(undone["members"]) == ["m3-sarama", MEMBER] and undone["evidence"]["taken_by"] == "sarama", undone
     assert "known_issue" not in undone
     assert v["invariants"]["R3"]["status"] == "fail" and v["verdict"] == "fail"
+
+
+def test_sarama_handing_a_partition_to_its_stale_claimant_is_a_known_issue(recorded_verdicts):
+    v = recorded_verdicts["stale-claim-handover"]
+    (moved,) = v["invariants"]["R1"]["violations"]
+    assert (moved["culprit"], moved["generation"], moved["partitions"]) == ("m0-sarama", 6, [["orders", 0]]), moved
+    assert moved["evidence"]["declared_generation"] == 5 and moved["evidence"]["receiver_declared_generation"] == -1
+    assert moved["known_issue"]["reference"].startswith("docs/client-bugs/sarama-stale-claim-handover.md")
+    assert v["invariants"]["R1"]["status"] == "known-issue"
+
+
+def test_the_same_move_to_a_member_that_never_claimed_it_still_fails_r1(recorded_verdicts):
+    v = recorded_verdicts["stale-claim-unclaimed"]
+    (moved,) = v["invariants"]["R1"]["violations"]
+    assert moved["culprit"] == "m0-sarama" and moved["evidence"]["receiver_declared_generation"] is None, moved
+    assert "known_issue" not in moved
+    assert v["invariants"]["R1"]["status"] == "fail" and v["verdict"] == "fail"
+
+
+def test_the_sarama_row_needs_a_claim_without_a_generation_and_a_cooperative_release():
+    stale = {"receiver_declared_generation": -1}
+    assert match("R1", "sarama@1.61.1", stale) is not None
+    assert match("R1", "sarama@1.61.1", {"receiver_declared_generation": 4}) is None
+    assert match("R1", "sarama@1.61.1", {"receiver_declared_generation": None}) is None
+    assert match("R1", "sarama@1.50.3", stale) is None              # before the cooperative strategy
+    assert match("R1", "java@4.4.0", stale) is None

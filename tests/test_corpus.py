@@ -41,6 +41,8 @@ RECORDED = {  # entry id -> the recorded run of its buggy cell
     "librdkafka-issue-4059": BUGS / "librdkafka-2.1.0-issue-4059.tar.xz",
     # first-leads, Sarama 1.30.0 leading two Java 2.4.1 members, seed 1.
     "sarama-issue-1808": BUGS / "sarama-1.30.0-issue-1808.tar.xz",
+    # The shrunk schedule of a hunt's finding (issue #42), seed 1.
+    "sarama-stale-claim-handover": BUGS / "sarama-1.61.1-stale-claim-handover.tar.xz",
 }
 
 

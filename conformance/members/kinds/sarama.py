@@ -139,6 +139,14 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "as leader it cannot decode a member's subscription of version 2 or later (GenerationId and RackId "
                "after OwnedPartitions: 'error decoding packet: invalid length'), so it sends no assignments",
                evidence=(("leader_errors", ["consume: kafka: error decoding packet: invalid length"]),)),
+    # adjustCooperativeAssignment (balance_strategy_cooperative_sticky.go, 1.60.0 on) withholds a partition
+    # that moves only when its new owner did not declare it: it reads every member's raw OwnedPartitions,
+    # including a stale claim the sticky plan ranked below the valid one. Found by a hunt (issue #42).
+    KnownIssue("sarama", "1.60.0", None, "R1", "docs/client-bugs/sarama-stale-claim-handover.md "
+               "(balance_strategy_cooperative_sticky.go adjustCooperativeAssignment; no upstream report yet)",
+               "as cooperative leader it hands a partition to a member whose claim of it is stale (declared without "
+               "a generation, after it lost it) while its valid owner still holds it, without the revoke round",
+               evidence=(("receiver_declared_generation", -1),)),
 )
 
 FIRST_COOPERATIVE_STRATEGY = (1, 60, 0)

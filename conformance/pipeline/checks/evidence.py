@@ -158,6 +158,9 @@ EVIDENCE: dict[str, dict[str, Key]] = {
         Key("declared_generation", int, "generation the declaration named"),
         Key("declared_below_round", bool, "another member declared owned partitions at a higher generation in "
             "that round (the claimant missed a round)"),
+        Key("receiver_declared_generation", int, "generation the receiver named when it declared the same partitions "
+            "owned in that round, a stale claim (-1: without a generation); null when it did not declare them all",
+            nullable=True),
         JOIN_WIRE_LINE,
         Key("sync_wire_line", int, "wire line of the SyncGroup that assigned the partition", nullable=True),
         Key("assignment_hex", str, "that assignment's bytes, hex", nullable=True),

@@ -112,8 +112,8 @@ from conformance.pipeline.derived import Tables, is_cooperative
 
 
 def _r1_moves(t: Tables):
-    """(run, generation, leader, to, claimant, tps, ts, sub_gen, round_gen, claimant_id, claim_line, sync_line,
-    assignment_hex): R1's violations, one row per leader, round, receiver and valid claimant (built once:
+    """(run, generation, leader, to, claimant, tps, ts, to_gen, sub_gen, round_gen, claimant_id, claim_line,
+    sync_line, assignment_hex): R1's violations, one row per leader, round, receiver and valid claimant (built once:
     R2 reads it to name the leader whose move made an overlap)."""
     return t.shared("r1-moves", lambda: _build_r1_moves(t))
 
@@ -141,10 +141,16 @@ def _build_r1_moves(t: Tables):
                      F.coalesce("subject", "subject_member_id").alias("to"), "ts", "line", "assignment_hex",
                      F.explode("partitions").alias("tp"))
              .select("*", "tp.topic", "tp.partition").drop("tp"))
+    # The receiver's own claim of the partition in that round, if it made one (a stale claim, below the valid one).
+    received = claims.select("run", "generation", "topic", "partition", F.col("subject_member_id").alias("to_id"),
+                             F.col("sub_gen").alias("to_gen"))
     return (given.join(valid, ["run", "generation", "topic", "partition"])
             .where(F.col("to_id") != F.col("subject_member_id"))
+            .join(received, ["run", "generation", "topic", "partition", "to_id"], "left")
             .groupBy("run", "generation", "leader", "to", "claimant")
             .agg(F.collect_list(F.struct("topic", "partition")).alias("tps"), F.min("ts").alias("ts"),
+                 # set only when the receiver declared every one of them itself
+                 F.when(F.count("to_gen") == F.count("*"), F.max("to_gen")).alias("to_gen"),
                  F.first("sub_gen").alias("sub_gen"), F.max("round_gen").alias("round_gen"),
                  F.min("subject_member_id").alias("claimant_id"),
                  F.min("claim_line").alias("claim_line"), F.min("line").alias("sync_line"),
@@ -163,6 +169,7 @@ def check_r1(t: Tables) -> list[dict]:
                              partitions=parts, ts=r["ts"],
                              evidence={"claimant_member_id": r["claimant_id"], "declared_generation": r["sub_gen"],
                                        "declared_below_round": r["sub_gen"] < r["round_gen"],
+                                       "receiver_declared_generation": r["to_gen"],
                                        "join_wire_line": r["claim_line"], "sync_wire_line": r["sync_line"],
                                        "assignment_hex": r["assignment_hex"]}))
     return out
