@@ -55,6 +55,16 @@ bug class it could hide, a leader giving a validly owned partition to a member t
 is still caught: in the mutant copy kafka-python's subscription in the member list of generation 6
 declares nothing, and R1 fails.
 
+Sarama commits every offset with the leader epoch of the offset it first fetched
+(docs/client-bugs/sarama-stale-commit-leader-epoch.md). In the recorded cell m0-franz-go commits with
+leader epoch 0 and leaves; m1-sarama resumes from those commits, the broker restarts (a new epoch) and
+Sarama goes on committing, up to offset 3114 of orders-0, still naming epoch 0; m2-java takes over,
+asks where epoch 0 ended (OffsetForLeaderEpoch: at 845) and resumes there, as KIP-320 says, reading
+again what Sarama had committed. D2 (the offset going back) and D3 (the re-read) must name Sarama,
+with Java harmed, as the known issue. The bug class that could hide, a member that resumes below a
+commit on its own, is still caught: in the mutant copy Java's OffsetForLeaderEpoch frames are gone,
+and the same findings name Java and fail.
+
 All copies are judged by the session's one real ``conformance report`` (tests/recorded.py).
 """
 
@@ -76,6 +86,7 @@ FRANZ_ARCHIVE = BUGS / "franz-go-1.22.3-generationless-owned.tar.xz"
 FRANZ_R3_ARCHIVE = BUGS / "franz-go-1.22.3-generationless-owned-r3.tar.xz"
 FRANZ_NEEDED_ARCHIVE = BUGS / "franz-go-1.22.3-generationless-owned-needed-move.tar.xz"
 SARAMA_ARCHIVE = BUGS / "sarama-1.61.1-stale-claim-handover.tar.xz"
+EPOCH_ARCHIVE = BUGS / "sarama-1.61.1-stale-commit-leader-epoch.tar.xz"
 MEMBER = "m4-kafka-python"
 SYNC_TS = 1795693742505.1436   # the SyncGroup answer of generation 7 to m4 (wire line 3286)
 
@@ -121,6 +132,14 @@ def recorded_copies(root: Path) -> dict[str, Path]:
     dirs["stale-claim-handover"] = copy_run(sarama, runs / "stale-claim-handover")
     dirs["stale-claim-unclaimed"] = copy_run(sarama, runs / "stale-claim-unclaimed", "-unclaimed")
     _declare_nothing(dirs["stale-claim-unclaimed"], "m1-kafka-python", generation=6)
+    epoch = unpack(EPOCH_ARCHIVE, root / "epoch-original")
+    dirs["stale-epoch"] = copy_run(epoch, runs / "stale-epoch")
+    dirs["stale-epoch-untold"] = copy_run(epoch, runs / "stale-epoch-untold", "-untold")
+    wire = dirs["stale-epoch-untold"] / "wire.jsonl"
+    frames = read_jsonl(wire)
+    kept = [f for f in frames if not (f["api"] == "OffsetForLeaderEpoch" and f["member"] == "m2-java")]
+    assert len(kept) < len(frames), "the recorded bug: Java asked where the epoch ended"
+    write_jsonl(wire, kept)
     return dirs
 
 
@@ -339,3 +358,30 @@ def test_the_sarama_row_needs_a_claim_without_a_generation_and_a_cooperative_rel
     assert match("R1", "sarama@1.61.1", {"receiver_declared_generation": None}) is None
     assert match("R1", "sarama@1.50.3", stale) is None              # before the cooperative strategy
     assert match("R1", "java@4.4.0", stale) is None
+
+
+def _resumed_below(verdict: dict, inv: str) -> list[dict]:
+    return [v for v in verdict["invariants"][inv]["violations"] if v["allowed_by"] is None]
+
+
+def test_a_re_read_caused_by_saramas_stale_commit_epoch_is_saramas_known_issue(recorded_verdicts):
+    v = recorded_verdicts["stale-epoch"]
+    for inv in ("D2", "D3"):
+        found = _resumed_below(v, inv)
+        assert found and all((x["culprit"], x["harmed"]) == ("m1-sarama", ["m2-java"]) for x in found), found[:2]
+        assert all(x["evidence"]["stale_epoch"] == 0 and x["evidence"]["stale_epoch_committed_by"] == "m1-sarama"
+                   for x in found), found[:2]
+        assert all(x["known_issue"]["reference"].startswith("docs/client-bugs/sarama-stale-commit-leader-epoch.md")
+                   for x in found), found[:2]
+        assert v["invariants"][inv]["status"] == "known-issue"
+    (d2,) = [x for x in _resumed_below(v, "D2") if x["partitions"] == [["orders", 0]]]
+    assert "which the broker told m2-java ended at offset 845" in d2["message"], d2["message"]
+
+
+def test_resuming_below_a_commit_untold_is_still_the_resumers_failure(recorded_verdicts):
+    v = recorded_verdicts["stale-epoch-untold"]
+    for inv in ("D2", "D3"):
+        found = _resumed_below(v, inv)
+        assert found and all(x["culprit"] == "m2-java" and x["evidence"]["stale_leader_epoch"] is False
+                             and "known_issue" not in x for x in found), found[:2]
+        assert v["invariants"][inv]["status"] == "fail"

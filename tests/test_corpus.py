@@ -43,6 +43,7 @@ RECORDED = {  # entry id -> the recorded run of its buggy cell
     "sarama-issue-1808": BUGS / "sarama-1.30.0-issue-1808.tar.xz",
     # The shrunk schedule of a hunt's finding (issue #42), seed 1.
     "sarama-stale-claim-handover": BUGS / "sarama-1.61.1-stale-claim-handover.tar.xz",
+    "sarama-stale-commit-leader-epoch": BUGS / "sarama-1.61.1-stale-commit-leader-epoch.tar.xz",
 }
 
 

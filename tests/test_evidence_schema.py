@@ -111,7 +111,7 @@ def _written_keys() -> set[tuple[str, str]]:
     written: set[tuple[str, str]] = set()
     callers = {"_final_state_not_judged": ("L2", "L3")}
     # Steps that build a finding's evidence for the check that calls them (no violation() of their own).
-    builders = {"_what_leader_sent": ("L1",), "_unexcused_cause": ("L1",)}
+    builders = {"_what_leader_sent": ("L1",), "_unexcused_cause": ("L1",), "_reset_evidence": ("D2", "D3")}
     for path in sorted(CHECKS.glob("*.py")):
         for fn in (n for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(n, ast.FunctionDef)):
             invariants: set[str] = set(builders.get(fn.name, ()))

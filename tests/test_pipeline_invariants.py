@@ -75,6 +75,19 @@ def test_v3_blames_the_member_that_did_not_rejoin_and_names_who_waited(judged):
     assert v["evidence"]["waited_ms"] == 41005 - 10505 and v["evidence"]["excuses"] == [], v
 
 
+def test_a_stale_commit_epoch_makes_its_committer_the_culprit_of_the_re_read(judged):
+    # d3-stale-epoch / d2-stale-epoch: m1 committed 50 naming epoch 0, the broker told m2 epoch 0 ended at 40;
+    # m2 resumed there (KIP-320). m1 is the culprit, m2 harmed. d3-below-commit: the same re-read with no such
+    # answer is m2's own.
+    for story, inv in (("break-d3-stale-epoch", "D3"), ("break-d2-stale-epoch", "D2")):
+        (v,) = _inv(judged, story, inv)["violations"]
+        assert (v["culprit"], v["harmed"]) == ("m1", ["m2"]), v
+        assert v["evidence"]["stale_leader_epoch"] is True and v["evidence"]["stale_epoch"] == 0, v
+        assert v["evidence"]["stale_epoch_committed_by"] == "m1" and v["evidence"]["epoch_end_wire_line"], v
+    (v,) = _inv(judged, "break-d3-below-commit", "D3")["violations"]
+    assert (v["culprit"], v["harmed"], v["evidence"]["stale_leader_epoch"]) == ("m2", [], False), v
+
+
 def test_r1_says_whether_the_claim_was_below_the_round(judged):
     # break-r1: m1, the only member declaring partitions in generation 2, names generation 1, the round's
     # highest: it missed no round (a Java 3.4.0 leader dropping a late member's claims, KAFKA-14639, is

@@ -53,6 +53,7 @@ class Tables:
     events: DataFrame
     malformed: DataFrame
     heartbeats: DataFrame = UNBUILT  # ConsumerGroupHeartbeat frames (KIP-848); an input, last for positional callers
+    epoch_ends: DataFrame = UNBUILT  # OffsetForLeaderEpoch answers (KIP-320); an input
     events_inc: DataFrame = UNBUILT  # events plus ``incarnation`` (a broadcast join; use only where needed)
     run_end: DataFrame = UNBUILT
     incarnations: DataFrame = UNBUILT

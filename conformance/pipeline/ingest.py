@@ -85,6 +85,7 @@ class Staged:
     assignments: list[dict]
     commits: list[dict]
     heartbeats: list[dict]
+    epoch_ends: list[dict]
     malformed: list[dict]
     files: list[dict]
     run_ids: dict[str, str]   # run dir path -> run id
@@ -92,7 +93,7 @@ class Staged:
 
 def stage(run_dirs: list[Path]) -> Staged:
     """Read manifests, nemesis logs and wire captures; decode; never raise on bad input."""
-    st = Staged([], [], [], [], [], [], [], [], [], [], [], {})
+    st = Staged([], [], [], [], [], [], [], [], [], [], [], [], {})
     for run_dir in run_dirs:
         run_dir = Path(run_dir)
         m, problems = read_manifest(run_dir)
@@ -134,6 +135,7 @@ def stage(run_dirs: list[Path]) -> Staged:
             st.assignments += rows.assignments
             st.commits += rows.commits
             st.heartbeats += rows.heartbeats
+            st.epoch_ends += rows.epoch_ends
             st.malformed += rows.malformed
             st.malformed += [{"run": run, "file": str(wire_path), "line": f["line"],
                               "problem": f"tap could not decode frame: {f['undecodable']}"}
@@ -351,7 +353,7 @@ def with_incarnation(events):
 
 
 TABLE_NAMES = ("cells", "members", "topics", "nemesis", "frames", "subscriptions", "assignments", "commits",
-               "events", "malformed", "heartbeats")
+               "events", "malformed", "heartbeats", "epoch_ends")
 
 
 def build(spark, run_dirs: list[Path], out_dir: Path, keep: Callable) -> tuple[dict, dict[str, str]]:
@@ -372,7 +374,7 @@ def build(spark, run_dirs: list[Path], out_dir: Path, keep: Callable) -> tuple[d
         "topics": (st.topics, schemas.TOPICS), "nemesis": (st.nemesis, schemas.NEMESIS),
         "frames": (st.frames, schemas.FRAMES), "subscriptions": (st.subscriptions, schemas.SUBSCRIPTIONS),
         "assignments": (st.assignments, schemas.ASSIGNMENTS), "commits": (st.commits, schemas.COMMITS),
-        "heartbeats": (st.heartbeats, schemas.HEARTBEATS),
+        "heartbeats": (st.heartbeats, schemas.HEARTBEATS), "epoch_ends": (st.epoch_ends, schemas.EPOCH_ENDS),
     }
     tables: dict = {}
     for name, (rows, schema) in staged.items():
@@ -389,7 +391,7 @@ def build(spark, run_dirs: list[Path], out_dir: Path, keep: Callable) -> tuple[d
 
 #: Tables written as one Parquet file each (small; the events keep their partitions).
 _ONE_FILE = ("cells", "members", "topics", "nemesis", "frames", "subscriptions", "assignments", "commits", "malformed",
-             "heartbeats")
+             "heartbeats", "epoch_ends")
 
 
 def write_tables(tables: dict, tables_dir: Path) -> dict[str, str]:

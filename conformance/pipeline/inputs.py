@@ -40,6 +40,7 @@ TABLE_INPUTS: dict[str, frozenset[str]] = {
     # Topic ids are named through the manifest's topic_ids; an id it does not name makes the wire line malformed.
     "commits": frozenset({"wire"}),
     "heartbeats": frozenset({"wire"}),
+    "epoch_ends": frozenset({"wire"}),
     "member_ids": frozenset({"wire"}),
     "leader_assignments": frozenset({"wire"}),
     "generations": frozenset({"wire", "manifest"}),            # joined with the members for the leader's kind

@@ -87,7 +87,14 @@ ASSIGNMENTS = _s(
 COMMITS = _s(
     ("run", StringType()), ("line", LongType()), ("ts", DoubleType()), ("member", StringType()),
     ("member_id", StringType()), ("generation", LongType()), ("topic", StringType()), ("partition", IntegerType()),
-    ("offset", LongType()), ("error_code", IntegerType()), ("response_ts", DoubleType()),
+    ("offset", LongType()), ("leader_epoch", IntegerType()), ("error_code", IntegerType()), ("response_ts", DoubleType()),
+)
+#: OffsetForLeaderEpoch answers, one row per partition (:mod:`conformance.pipeline.wire`): ``member`` was told
+#: that ``leader_epoch`` of the partition ended at ``end_offset`` (KIP-320).
+EPOCH_ENDS = _s(
+    ("run", StringType()), ("line", LongType()), ("ts", DoubleType()), ("member", StringType()), ("topic", StringType()),
+    ("partition", IntegerType()), ("leader_epoch", IntegerType()), ("end_offset", LongType()),
+    ("error_code", IntegerType()),
 )
 #: ConsumerGroupHeartbeat frames (KIP-848), one row each (:mod:`conformance.pipeline.wire`).
 HEARTBEATS = _s(

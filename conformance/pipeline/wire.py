@@ -22,10 +22,14 @@ Guarantees:
   the capture has no such request; an OffsetCommit response's errors go to
   the rows of the request it answers. Reading and pairing are the wire log's
   own (:mod:`conformance.wirelog`).
-- OffsetFetch frames (what a member was told its committed offsets are) and
-  OffsetForLeaderEpoch frames (where it was told a leader epoch ended) make no
-  row and no malformed entry (:data:`UNJUDGED_APIS`): no check reads them;
+- OffsetFetch frames (what a member was told its committed offsets are) make
+  no row and no malformed entry (:data:`UNJUDGED_APIS`): no check reads them;
   they are in ``wire.jsonl`` for the reader of a finding;
+- an OffsetForLeaderEpoch response (where a consumer was told a leader epoch
+  ended, KIP-320) makes one ``epoch_ends`` row per partition and no frame row
+  (it is no group API); an undecodable one (a version before 2) makes nothing;
+- an OffsetCommit request's rows carry the leader epoch it committed each
+  offset with (``leader_epoch``, -1 for none);
 - topics named by id (OffsetCommit v10+, ConsumerGroupHeartbeat) are named
   by topic in every row, through the manifest's ``topic_ids``; a frame with an
   id the manifest does not name is a malformed line (its partitions cannot be
@@ -57,13 +61,14 @@ from conformance.wirelog import Pending, read_wire
 
 @dataclass
 class WireRows:
-    """Rows of the five wire tables plus the malformed lines, for one file."""
+    """Rows of the six wire tables plus the malformed lines, for one file."""
 
     frames: list[dict] = field(default_factory=list)
     subscriptions: list[dict] = field(default_factory=list)
     assignments: list[dict] = field(default_factory=list)
     commits: list[dict] = field(default_factory=list)
     heartbeats: list[dict] = field(default_factory=list)
+    epoch_ends: list[dict] = field(default_factory=list)
     malformed: list[dict] = field(default_factory=list)
 
 
@@ -154,7 +159,7 @@ def decode_assignment_row(assignment_hex: str | None, assignor: str | None) -> d
 
 
 #: APIs the tap records as evidence for people (drafts, timelines) that no check reads yet: no row.
-UNJUDGED_APIS: tuple[str, ...] = ("OffsetFetch", "OffsetForLeaderEpoch")
+UNJUDGED_APIS: tuple[str, ...] = ("OffsetFetch",)
 
 _ENVELOPE = ("ts", "member", "api", "api_key", "version", "correlation_id", "direction", "group_id",
              "member_id", "group_instance_id", "generation", "protocol_type", "error_code", "leader",
@@ -162,7 +167,7 @@ _ENVELOPE = ("ts", "member", "api", "api_key", "version", "correlation_id", "dir
 
 
 #: Tables of :class:`WireRows` that one frame's rows go to (all of a line's rows, or none).
-_TABLES = ("frames", "subscriptions", "assignments", "commits", "heartbeats")
+_TABLES = ("frames", "subscriptions", "assignments", "commits", "heartbeats", "epoch_ends")
 
 
 def decode_wire(run: str, file: str, lines: Iterable[str], topic_ids: dict[str, str] | None = None) -> WireRows:
@@ -177,7 +182,7 @@ def decode_wire(run: str, file: str, lines: Iterable[str], topic_ids: dict[str, 
             out.malformed.append({"run": run, "file": file, "line": number, "problem": problem})
             continue
         assert f is not None  # read_wire: a record whenever there is no problem
-        if f.get("api") in UNJUDGED_APIS:
+        if f.get("api") in UNJUDGED_APIS or (f.get("api") == "OffsetForLeaderEpoch" and f.get("undecodable")):
             continue
         try:
             rows = WireRows()
@@ -227,6 +232,12 @@ def _heartbeat(base: dict, f: dict, pending: Pending[Any], names: dict[str, str]
 def _decode_frame(run: str, number: int, f: dict, out: WireRows, pending: Pending[Any],
                   names: dict[str, str]) -> None:
     base = {"run": run, "line": number, "ts": float(f["ts"]), "member": f["member"]}
+    if f["api"] == "OffsetForLeaderEpoch":
+        if f["direction"] == "response":
+            out.epoch_ends.extend({**base, "topic": str(topic), "partition": int(partition), "leader_epoch": int(epoch),
+                                   "end_offset": int(end), "error_code": int(error)}
+                                  for topic, partition, epoch, end, error in f.get("epoch_ends") or [])
+        return
     frame = {"run": run, "line": number, **{k: f.get(k) for k in _ENVELOPE}}
     frame["ts"] = float(f["ts"])
     if f.get("undecodable"):
@@ -268,10 +279,12 @@ def _decode_frame(run: str, number: int, f: dict, out: WireRows, pending: Pendin
     elif api == "OffsetCommit" and direction == "request":
         rows = []
         by_id = int(f.get("version") or 0) >= 10   # v10+ names topics by id
+        epochs = {(str(t), int(p)): int(e) for t, p, e in f.get("leader_epochs") or []}
         for topic, partition, offset in f.get("offsets") or []:
             rows.append({**base, "member_id": f.get("member_id"), "generation": f.get("generation"),
                          "topic": _topic_of(names, topic) if by_id else str(topic), "partition": int(partition),
-                         "offset": int(offset), "error_code": None, "response_ts": None})
+                         "offset": int(offset), "leader_epoch": epochs.get((str(topic), int(partition)), -1),
+                         "error_code": None, "response_ts": None})
         out.commits.extend(rows)
         pending.request(f, rows)
     elif api == "OffsetCommit" and direction == "response":

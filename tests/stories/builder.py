@@ -122,7 +122,8 @@ class CellBuilder:
 
     # -- wire --------------------------------------------------------------------------------------
     def frame(self, ts: float, member: str, api: str, direction: str, **fields) -> dict:
-        keys = {"JoinGroup": 11, "SyncGroup": 14, "Heartbeat": 12, "LeaveGroup": 13, "OffsetCommit": 8}
+        keys = {"JoinGroup": 11, "SyncGroup": 14, "Heartbeat": 12, "LeaveGroup": 13, "OffsetCommit": 8,
+                "OffsetForLeaderEpoch": 23}
         if direction == "request":
             self.corr += 1
         f = {"ts": float(ts), "member": member, "api": api, "api_key": keys.get(api, -1), "version": 5,
@@ -182,11 +183,20 @@ class CellBuilder:
             self.frame(ts + 5, m, "SyncGroup", "response", generation=gen, protocol_name=protocol, error_code=0,
                        assignment=enc[m])
 
-    def commit(self, member: str, ts: float, gen: int, offsets: Iterable[tuple[str, int, int]], error: int = 0) -> None:
+    def commit(self, member: str, ts: float, gen: int, offsets: Iterable[tuple[str, int, int]], error: int = 0,
+               leader_epoch: int = -1) -> None:
+        """An OffsetCommit of ``offsets``, each named with ``leader_epoch``, answered ``error`` (2 ms later)."""
         offs = [[t, p, o] for t, p, o in offsets]
-        self.frame(ts, member, "OffsetCommit", "request", generation=gen, offsets=offs)
+        self.frame(ts, member, "OffsetCommit", "request", generation=gen, offsets=offs,
+                   leader_epochs=[[t, p, leader_epoch] for t, p, _ in offs])
         self.frame(ts + 2, member, "OffsetCommit", "response", partition_errors=[[t, p, error] for t, p, _ in offs])
         self.event(member, ts + 3, "committed", offsets=offs, error=None if error == 0 else f"error {error}")
+
+    def epoch_end(self, member: str, ts: float, topic: str, partition: int, epoch: int, end_offset: int) -> None:
+        """``member`` asks where leader epoch ``epoch`` of the partition ended (KIP-320) and is told ``end_offset``."""
+        self.frame(ts, member, "OffsetForLeaderEpoch", "request", epochs=[[topic, partition, epoch, epoch + 1]])
+        self.frame(ts + 1, member, "OffsetForLeaderEpoch", "response",
+                   epoch_ends=[[topic, partition, epoch, end_offset, 0]])
 
     def fault(self, ts: float, fault: str, target: str, phase: str = "invoke", **details) -> None:
         self.nemesis_lines.append(json.dumps({"ts": float(ts), "fault": fault, "target": target, "phase": phase,

@@ -108,6 +108,36 @@ def d3_below_commit(b: CooperativeRun) -> Path:
     return b.teardown()
 
 
+def _stale_epoch_takeover(b: CooperativeRun) -> None:
+    """The healthy run, but m1's commit of 50 (11.2 s) names leader epoch 0, and when m2 takes t-2 over the
+    broker tells it (12.8 s) that epoch 0 ended at 40."""
+    b.opening()
+    b.generation_2()
+    b.sync_2()
+    b.commit("m1", 11200, 2, [(T, p, 50) for p in range(4)], leader_epoch=0)
+    b.follow_up()
+    b.epoch_end("m2", 12800, T, 2, epoch=0, end_offset=40)
+    b.steady()
+
+
+@story(fails=("D3", ["m2 consumed 10 record(s) of t-2 from offset 40 again below offset 50, committed before it "
+                     "acquired the partition; it resumed there because m1 committed offset 50"]))
+def d3_stale_epoch(b: CooperativeRun) -> Path:
+    """m2 resumes t-2 at 40, where the broker says the epoch of m1's commit of 50 ended (KIP-320), and reads
+    40-49 again: m1, whose commit named an epoch offset 50 is not in, is the culprit; m2 is harmed."""
+    _stale_epoch_takeover(b)
+    b.consumed("m2", 13900, T, 2, 40, 49)
+    return b.teardown()
+
+
+@story(fails=("D2", ["went back from 50 (m1) to 45 (m2); it resumed there because m1 committed offset 50"]))
+def d2_stale_epoch(b: CooperativeRun) -> Path:
+    """m2 resumes t-2 at 40 for the same stale epoch and commits 45: the offset goes back, m1's doing."""
+    _stale_epoch_takeover(b)
+    b.commit("m2", 13950, 3, [(T, 2, 45)])
+    return b.teardown()
+
+
 @story()
 def d3_resumed_allowed(b: CooperativeRun) -> Path:
     """m2 is paused at 20 s; m1 reads t-2 90-99 at 35 s; m2 is resumed at 40 s and reads them again

@@ -11,6 +11,15 @@ Allowed anomalies, each with its reason:
   pause or a revoke without a commit. Any other duplicate is a client bug (a
   re-fetch without cause, or a new owner ignoring the committed offset) and
   fails D3.
+- D2, D3: a member that resumes a partition below the offset committed
+  before it took it, because the broker told it (OffsetForLeaderEpoch,
+  KIP-320) that the leader epoch that commit named ended below that offset,
+  did what KIP-320 asks: it resumed where the log diverged. The commit named
+  an epoch its offset is not in (a stale epoch), so the committer is the
+  culprit of the re-read records (D3) and of the offset going back (D2), and
+  the member that resumed is harmed (:func:`epoch_resets`). Only a reset the
+  wire shows moves the blame: a member that resumes below a commit without
+  such an answer is the culprit, as before.
 - D2: commits with generation -1 (no group membership) are not judged for
   staleness. A commit from a consumer-protocol member, or sent while the
   group was a KIP-848 consumer group
@@ -147,6 +156,63 @@ def check_d1(t: Tables) -> list[dict]:
     return out
 
 
+def epoch_resets(t: Tables):
+    """(run, member, topic, partition, r_ts, r_line, stale_epoch, end_offset, committed, committed_by, c_line):
+    each time ``member`` was told (OffsetForLeaderEpoch answer at ``r_ts``, wire line ``r_line``) that leader
+    epoch ``stale_epoch`` of a partition ended at ``end_offset``, below the offset ``committed`` of the last
+    commit the broker accepted before that answer, which named that epoch: ``committed_by`` committed an
+    offset its epoch does not contain, and a KIP-320 consumer resumes at ``end_offset`` (built once: D2 and
+    D3 read it)."""
+    return t.shared("epoch_resets", lambda: _build_epoch_resets(t))
+
+
+def _build_epoch_resets(t: Tables):
+    ends = (t.epoch_ends.where((F.col("error_code") == 0) & (F.col("leader_epoch") >= 0) & (F.col("end_offset") >= 0))
+            .select("run", "member", "topic", "partition", F.col("ts").alias("r_ts"), F.col("line").alias("r_line"),
+                    F.col("leader_epoch").alias("stale_epoch"), "end_offset"))
+    commits = t.commits.where(F.col("error_code") == 0).select(
+        "run", "topic", "partition", F.coalesce("response_ts", "ts").alias("c_ts"), F.col("offset").alias("c_offset"),
+        F.col("leader_epoch").alias("c_epoch"), F.col("member").alias("c_member"), F.col("line").alias("c_line"))
+    keys = ["run", "member", "topic", "partition", "r_ts", "r_line", "stale_epoch", "end_offset"]
+    last = (ends.join(commits, ["run", "topic", "partition"]).where(F.col("c_ts") < F.col("r_ts"))
+            .groupBy(*keys).agg(F.max_by(F.struct("c_offset", "c_epoch", "c_member", "c_line"), "c_ts").alias("c")))
+    return (last.where((F.col("c.c_epoch") == F.col("stale_epoch")) & (F.col("c.c_offset") > F.col("end_offset")))
+            .select(*keys, F.col("c.c_offset").alias("committed"), F.col("c.c_member").alias("committed_by"),
+                    F.col("c.c_line").alias("c_line")))
+
+
+def _reset_of(rows, member: str, topic: str, partition: int, ts: float, offset: int) -> dict | None:
+    """The latest of ``rows`` (:func:`epoch_resets`, collected) that explains ``member`` reaching ``offset`` of
+    the partition at ``ts``: told before ``ts`` that the epoch ended at or below ``offset``, which is below
+    what was committed."""
+    found = [r for r in rows if r["run_member"] == member and r["topic"] == topic and r["partition"] == partition
+             and r["r_ts"] <= ts and r["end_offset"] <= offset < r["committed"]]
+    return max(found, key=lambda r: r["r_ts"]) if found else None
+
+
+def _reset_evidence(r: dict | None) -> dict:
+    """D2's and D3's evidence of the epoch reset ``r`` (:func:`_reset_of`; None: none explains the finding)."""
+    evidence = {"stale_leader_epoch": r is not None, "stale_epoch": None if r is None else r["stale_epoch"],
+                "stale_epoch_committed_by": None if r is None else r["committed_by"],
+                "epoch_end_wire_line": None if r is None else r["r_line"]}
+    return evidence
+
+
+def _reset_text(r: dict) -> str:
+    return (f"; it resumed there because {r['committed_by']} committed offset {r['committed']} (wire.jsonl:{r['c_line']}) "
+            f"with leader epoch {r['stale_epoch']}, which the broker told {r['run_member']} ended at offset "
+            f"{r['end_offset']} (wire.jsonl:{r['r_line']}; KIP-320): a stale epoch, so {r['committed_by']} is the culprit")
+
+
+def _collected_resets(t: Tables, *frames):
+    """``frames`` collected together with :func:`epoch_resets` (its member as ``run_member``), per run."""
+    *got, resets = t.collect_many(*frames, epoch_resets(t).withColumnRenamed("member", "run_member"))
+    by_run: dict[str, list] = {}
+    for r in resets:
+        by_run.setdefault(r["run"], []).append(r)
+    return (*got, by_run)
+
+
 def check_d2(t: Tables) -> list[dict]:
     ok = t.commits.where(F.col("error_code") == 0)
     w = Window.partitionBy("run", "topic", "partition").orderBy(F.coalesce("response_ts", "ts"), "line")
@@ -166,16 +232,21 @@ def check_d2(t: Tables) -> list[dict]:
                    F.first("period", ignorenulls=True).alias("period"),
                    F.array_distinct(F.flatten(F.collect_list("tps"))).alias("tps")))
     stale = stale.where(F.col("consumer").isNull() & F.col("period").isNull())
-    back, stale, epochs = t.collect_many(back, stale, epochs)
-    out = [violation("D2", r["run"], f"committed offset of {r['topic']}-{r['partition']} went back from "
-                     f"{r['prev_offset']} ({r['prev_member']}) to {r['offset']} ({r['member']})",
-                     # The culprit is the member whose commit took the offset back; it harmed the member
-                     # whose progress it undid (itself, when its own commits went out of order).
-                     members=[r["member"], r["prev_member"]], culprit=r["member"], harmed=[r["prev_member"]],
-                     generation=r["generation"], partitions=[[r["topic"], r["partition"]]], ts=r["ts"],
-                     evidence={"previous_ts": r["prev_ts"], "previous": r["prev_offset"], "now": r["offset"],
-                               "same_member": r["member"] == r["prev_member"]})
-           for r in back]
+    back, stale, epochs, resets = _collected_resets(t, back, stale, epochs)
+    out = []
+    for r in back:
+        # The culprit is the member whose commit took the offset back; it harmed the member whose progress
+        # it undid (itself, when its own commits went out of order). When the broker had told it that the
+        # epoch of the commit it resumed from ended below it (KIP-320), the committer of that stale epoch is.
+        reset = _reset_of(resets.get(r["run"], []), r["member"], r["topic"], r["partition"], r["ts"], r["offset"])
+        culprit, harmed = (r["member"], [r["prev_member"]]) if reset is None else (reset["committed_by"], [r["member"]])
+        out.append(violation("D2", r["run"], f"committed offset of {r['topic']}-{r['partition']} went back from "
+                             f"{r['prev_offset']} ({r['prev_member']}) to {r['offset']} ({r['member']})"
+                             + ("" if reset is None else _reset_text(reset)),
+                             members=sorted({r["member"], r["prev_member"], culprit}), culprit=culprit, harmed=harmed,
+                             generation=r["generation"], partitions=[[r["topic"], r["partition"]]], ts=r["ts"],
+                             evidence={"previous_ts": r["prev_ts"], "previous": r["prev_offset"], "now": r["offset"],
+                                       "same_member": r["member"] == r["prev_member"], **_reset_evidence(reset)}))
     for r in stale:
         parts = [[x["topic"], x["partition"]] for x in r["tps"]]
         out.append(violation("D2", r["run"], f"the broker accepted {r['member']}'s commit of {fmt_tps(parts)} from "
@@ -292,9 +363,11 @@ def check_d3(t: Tables) -> list[dict]:
                .agg(F.count("*").alias("ranges"), F.sum("dups").alias("dups"), F.min("ts").alias("ts"),
                     F.min("first_offset").alias("from_offset"), F.array_sort(F.flatten(F.collect_set(
                         F.coalesce("faults", F.array())))).alias("faults")))
-    bad, allowed = t.collect_many(bad, allowed)
+    bad, allowed, resets = _collected_resets(t, bad, allowed)
     out = []
     for r in bad:
+        reset = (None if r["committed_before"] is None or r["first_offset"] >= r["committed_before"] else
+                 _reset_of(resets.get(r["run"], []), r["member"], r["topic"], r["partition"], r["ts"], r["first_offset"]))
         below = r["committed_before"] is not None and r["first_offset"] < r["committed_before"]
         below_fault = r["committed_before_fault"] is not None and r["first_offset"] < r["committed_before_fault"]
         why = (f"below offset {r['committed_before']}, committed before it acquired the partition" if below else
@@ -303,14 +376,17 @@ def check_d3(t: Tables) -> list[dict]:
                f"without owning it (first read by {r['prev_member']})" if r["acquired_ts"] is None else
                "with no rebalance or fault since the first consumption"
                + ("" if r["prev_member"] == r["member"] else f" (first read by {r['prev_member']})"))
+        culprit = r["member"] if reset is None else reset["committed_by"]
         out.append(violation("D3", r["run"], f"{r['member']} consumed {r['dups']} record(s) of {r['topic']}-{r['partition']} "
-                             f"from offset {r['first_offset']} again {why}", members=[r["member"]], culprit=r["member"],
+                             f"from offset {r['first_offset']} again {why}" + ("" if reset is None else _reset_text(reset)),
+                             members=sorted({r["member"], culprit}), culprit=culprit,
+                             harmed=[] if reset is None else [r["member"]],
                              partitions=[[r["topic"], r["partition"]]], ts=r["ts"], generation=r["after_generation"],
                              evidence={"first_consumed_ts": r["prev_ts"], "first_consumed_by": r["prev_member"],
                                        "duplicates": r["dups"], "acquired_ts": r["acquired_ts"],
                                        "committed_before": r["committed_before"],
                                        "committed_before_fault": r["committed_before_fault"],
-                                       "faults": list(r["faults"] or [])}))
+                                       "faults": list(r["faults"] or []), **_reset_evidence(reset)}))
     for r in allowed:
         how = (f"during {', '.join(r['faults'])}" if r["rule"] == "D3/fault" else
                f"after taking it over from {r['prev_member']}" if r["prev_member"] != r["member"] else

@@ -56,6 +56,16 @@ def _keys(*keys: Key) -> dict[str, Key]:
 
 
 # Keys shared by several invariants, declared once.
+#: D2's and D3's: the broker told the member that resumed that the leader epoch of the commit it resumed
+#: from ended below that commit (KIP-320), so the committer is the culprit (checks/delivery.py epoch_resets).
+STALE_EPOCH_KEYS = (
+    Key("stale_leader_epoch", bool, "the member resumed where the broker said the leader epoch of the commit it "
+        "resumed from ended, below that commit: the committer named a stale epoch and is the culprit"),
+    Key("stale_epoch", int, "that epoch", nullable=True),
+    Key("stale_epoch_committed_by", str, "the member that committed the offset with that epoch", nullable=True),
+    Key("epoch_end_wire_line", int, "wire line of the OffsetForLeaderEpoch answer that told where the epoch ended",
+        nullable=True),
+)
 WIRE_LINE = Key("wire_line", int, "line of the capture's wire log (frames.jsonl) of the frame the finding is about")
 WIRE_LINES = Key("wire_lines", list, "wire lines of every frame the finding is about (first is ``wire_line``)")
 MEMBER_ID = Key("member_id", str, "the group member id the frame carries", nullable=True)
@@ -230,6 +240,7 @@ EVIDENCE: dict[str, dict[str, Key]] = {
         Key("previous", int, "its offset"),
         Key("now", int, "the lower offset committed after it"),
         Key("same_member", bool, "whether the same member committed both"),
+        *STALE_EPOCH_KEYS,
         WIRE_LINE,
         Key("current_generation", int, "the generation formed before the stale commit"),
         Key("first_wire_line", int, "wire line of the first such commit"),
@@ -245,6 +256,7 @@ EVIDENCE: dict[str, dict[str, Key]] = {
         Key("committed_before", int, "offset of the last accepted commit before the re-reader acquired the partition", nullable=True),
         Key("committed_before_fault", int, "offset of the last accepted commit before the first fault", nullable=True),
         FAULTS_NAMES,
+        *STALE_EPOCH_KEYS,
         Key("ranges", int, "number of duplicate offset ranges"),
     ),
     "K1": _keys(
