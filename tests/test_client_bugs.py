@@ -65,6 +65,13 @@ with Java harmed, as the known issue. The bug class that could hide, a member th
 commit on its own, is still caught: in the mutant copy Java's OffsetForLeaderEpoch frames are gone,
 and the same findings name Java and fail.
 
+Java 4.4.0 hands the application records of partitions it has lost after a commit told it it was
+fenced (docs/client-bugs/java-fenced-commit-poll.md). In the recorded cell m1-java is frozen for 13 s;
+when it resumes its commit is answered UNKNOWN_MEMBER_ID (wire.jsonl:5500), and the poll after that
+returns 500 records of orders-8 to orders-10 before onPartitionsLost. C2 must name Java, as the known
+issue. The row must not excuse the neighbouring class, records handed after a heartbeat said the
+member was fenced: in the mutant copy that answer is a Heartbeat's, and C2 fails.
+
 All copies are judged by the session's one real ``conformance report`` (tests/recorded.py).
 """
 
@@ -87,6 +94,8 @@ FRANZ_R3_ARCHIVE = BUGS / "franz-go-1.22.3-generationless-owned-r3.tar.xz"
 FRANZ_NEEDED_ARCHIVE = BUGS / "franz-go-1.22.3-generationless-owned-needed-move.tar.xz"
 SARAMA_ARCHIVE = BUGS / "sarama-1.61.1-stale-claim-handover.tar.xz"
 EPOCH_ARCHIVE = BUGS / "sarama-1.61.1-stale-commit-leader-epoch.tar.xz"
+FENCED_ARCHIVE = BUGS / "java-4.4.0-fenced-commit-poll.tar.xz"
+FENCE_LINE = 5500   # the OffsetCommit answer UNKNOWN_MEMBER_ID to m1-java
 MEMBER = "m4-kafka-python"
 SYNC_TS = 1795693742505.1436   # the SyncGroup answer of generation 7 to m4 (wire line 3286)
 
@@ -140,7 +149,27 @@ def recorded_copies(root: Path) -> dict[str, Path]:
     kept = [f for f in frames if not (f["api"] == "OffsetForLeaderEpoch" and f["member"] == "m2-java")]
     assert len(kept) < len(frames), "the recorded bug: Java asked where the epoch ended"
     write_jsonl(wire, kept)
+    fenced = unpack(FENCED_ARCHIVE, root / "fenced-original")
+    dirs["fenced-commit"] = copy_run(fenced, runs / "fenced-commit")
+    dirs["fenced-heartbeat"] = copy_run(fenced, runs / "fenced-heartbeat", "-heartbeat")
+    _answer_as_heartbeat(dirs["fenced-heartbeat"], FENCE_LINE)
     return dirs
+
+
+def _answer_as_heartbeat(run: Path, line: int) -> None:
+    """In the copy ``run``, the OffsetCommit answer at wire line ``line`` and its request become a Heartbeat's
+    (same member, connection, correlation id and error)."""
+    wire = run / "wire.jsonl"
+    frames = read_jsonl(wire)
+    answer = frames[line - 1]
+    assert answer["api"] == "OffsetCommit" and answer["direction"] == "response" and answer["error_code"] == 25, answer
+    (request,) = [f for f in frames[:line - 1] if f["api"] == "OffsetCommit" and f["direction"] == "request"
+                  and f["member"] == answer["member"] and f.get("connection") == answer.get("connection")
+                  and f["correlation_id"] == answer["correlation_id"]]
+    for f in (request, answer):
+        f.update(api="Heartbeat", api_key=12, version=4)
+        f.pop("offsets", None), f.pop("leader_epochs", None), f.pop("partition_errors", None)
+    write_jsonl(wire, frames)
 
 
 def _declare_nothing(run: Path, member: str, generation: int) -> None:
@@ -385,3 +414,21 @@ def test_resuming_below_a_commit_untold_is_still_the_resumers_failure(recorded_v
         assert found and all(x["culprit"] == "m2-java" and x["evidence"]["stale_leader_epoch"] is False
                              and "known_issue" not in x for x in found), found[:2]
         assert v["invariants"][inv]["status"] == "fail"
+
+
+def test_java_handing_records_after_a_fenced_commit_is_a_known_issue(recorded_verdicts):
+    v = recorded_verdicts["fenced-commit"]
+    (handed,) = v["invariants"]["C2"]["violations"]
+    assert handed["culprit"] == "m1-java" and handed["evidence"]["fence_line"] == FENCE_LINE, handed
+    assert (handed["evidence"]["fence_api"], handed["evidence"]["fence_error"]) == ("OffsetCommit", "UNKNOWN_MEMBER_ID")
+    assert handed["evidence"]["records"] == 500, handed
+    assert handed["known_issue"]["reference"].startswith("docs/client-bugs/java-fenced-commit-poll.md")
+    assert v["invariants"]["C2"]["status"] == "known-issue"
+
+
+def test_records_handed_after_a_fencing_heartbeat_still_fail_c2(recorded_verdicts):
+    v = recorded_verdicts["fenced-heartbeat"]
+    (handed,) = v["invariants"]["C2"]["violations"]
+    assert handed["culprit"] == "m1-java" and handed["evidence"]["fence_api"] == "Heartbeat", handed
+    assert "known_issue" not in handed
+    assert v["invariants"]["C2"]["status"] == "fail" and v["verdict"] == "fail"

@@ -44,6 +44,7 @@ RECORDED = {  # entry id -> the recorded run of its buggy cell
     # The shrunk schedule of a hunt's finding (issue #42), seed 1.
     "sarama-stale-claim-handover": BUGS / "sarama-1.61.1-stale-claim-handover.tar.xz",
     "sarama-stale-commit-leader-epoch": BUGS / "sarama-1.61.1-stale-commit-leader-epoch.tar.xz",
+    "java-fenced-commit-poll": BUGS / "java-4.4.0-fenced-commit-poll.tar.xz",
 }
 
 
