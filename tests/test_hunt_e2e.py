@@ -34,7 +34,7 @@ def test_a_hunt_finds_the_r1_signature_and_shrink_keeps_it(tmp_path: Path) -> No
     hunt = _conformance("hunt", "--clients", CLIENTS, "--scenario", "rolling-restart", "--cells", "2", "--batch", "2",
                         "--seed", "5", "--runs-dir", str(tmp_path / "hunt"), timeout=1500)
     assert hunt.returncode == 1, hunt.stderr[-3000:]
-    [table] = list((tmp_path / "hunt").glob("*-hunt/hunt.json"))
+    [table] = list((tmp_path / "hunt").glob("*-hunt-*/hunt.json"))
     data = json.loads(table.read_text())
     r1 = [s for s in data["signatures"] if s["invariant"] == "R1"
           and s["culprit"] == "reference@0.1.0/leader-reassigns-owned" and s["known_issue"] is None]
@@ -44,7 +44,7 @@ def test_a_hunt_finds_the_r1_signature_and_shrink_keeps_it(tmp_path: Path) -> No
     shrink = _conformance("shrink", str(first), "--check", "R1", "--candidates", "3",
                           "--runs-dir", str(tmp_path / "shrink"), timeout=2400)
     assert shrink.returncode == 0, (shrink.stdout[-3000:], shrink.stderr[-3000:])
-    [report] = list((tmp_path / "shrink").glob("*-shrink/shrink.json"))
+    [report] = list((tmp_path / "shrink").glob("*-shrink-*/shrink.json"))
     result = json.loads(report.read_text())
     tried = result["tried"]
     assert tried[0]["how"] == "the executed schedule" and tried[0]["still_fails"], tried[0]
