@@ -41,7 +41,8 @@ def _with_issues(kind: str, version: str) -> str:
     found = issues_of(kind, version)
     library = library_version(kind, version)
     shown = version + (f" ({kind} {library})" if library and library != version else "")
-    return shown + (f" [known: {', '.join(i.invariant for i in found)}]" if found else "")
+    invariants = dict.fromkeys(i.invariant for i in found)   # each once, in the table's order
+    return shown + (f" [known: {', '.join(invariants)}]" if found else "")
 
 
 def version_range(kind: str) -> str:
