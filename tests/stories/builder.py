@@ -184,11 +184,12 @@ class CellBuilder:
                        assignment=enc[m])
 
     def commit(self, member: str, ts: float, gen: int, offsets: Iterable[tuple[str, int, int]], error: int = 0,
-               leader_epoch: int = -1) -> None:
-        """An OffsetCommit of ``offsets``, each named with ``leader_epoch``, answered ``error`` (2 ms later)."""
+               leader_epoch: int | None = None) -> None:
+        """An OffsetCommit of ``offsets`` answered ``error`` (2 ms later); with ``leader_epoch``, each offset
+        names that epoch (without, the frame has no ``leader_epochs``, as below v6)."""
         offs = [[t, p, o] for t, p, o in offsets]
-        self.frame(ts, member, "OffsetCommit", "request", generation=gen, offsets=offs,
-                   leader_epochs=[[t, p, leader_epoch] for t, p, _ in offs])
+        epochs = {} if leader_epoch is None else {"leader_epochs": [[t, p, leader_epoch] for t, p, _ in offs]}
+        self.frame(ts, member, "OffsetCommit", "request", generation=gen, offsets=offs, **epochs)
         self.frame(ts + 2, member, "OffsetCommit", "response", partition_errors=[[t, p, error] for t, p, _ in offs])
         self.event(member, ts + 3, "committed", offsets=offs, error=None if error == 0 else f"error {error}")
 
