@@ -172,33 +172,9 @@ def _answer_as_heartbeat(run: Path, line: int) -> None:
     write_jsonl(wire, frames)
 
 
-def _declare_nothing(run: Path, member: str, generation: int) -> None:
-    """In the copy ``run``, ``member``'s subscription in the member list of ``generation`` (what the leader
-    read) declares no owned partitions."""
-    from dataclasses import replace
-
-    from conformance.protocol import decode_subscription, encode_subscription
-
-    wire = run / "wire.jsonl"
-    frames = read_jsonl(wire)
-    edited = 0
-    for f in frames:
-        if f["api"] == "JoinGroup" and f["direction"] == "response" and f.get("generation") == generation:
-            for m in f.get("members") or []:
-                if m["member_id"].startswith(member):
-                    sub = decode_subscription(bytes.fromhex(m["metadata"]))
-                    assert sub.owned_partitions, "the recorded bug: the member declares partitions"
-                    m["metadata"] = encode_subscription(replace(sub, owned_partitions=())).hex()
-                    edited += 1
-    assert edited == 1, f"{member}'s subscriptions edited: {edited}"
-    write_jsonl(wire, frames)
-
-
-def _declare_generation(run: Path, member: str, generations: tuple[int, ...], generation: int) -> None:
-    """In the copy ``run``, ``member``'s subscription in the JoinGroup answers of ``generations`` (the
-    member list the leader reads) becomes version 3 with ``generation``: the same claims, told with one."""
-    from dataclasses import replace
-
+def _rewrite_subscriptions(run: Path, member: str, generations: tuple[int, ...], edit) -> int:
+    """In the copy ``run``, ``member``'s subscription in the JoinGroup answers of ``generations`` (the member
+    list the leader reads) becomes ``edit(subscription)``; how many were rewritten."""
     from conformance.protocol import decode_subscription, encode_subscription
 
     wire = run / "wire.jsonl"
@@ -208,11 +184,33 @@ def _declare_generation(run: Path, member: str, generations: tuple[int, ...], ge
         if f["api"] == "JoinGroup" and f["direction"] == "response" and f.get("generation") in generations:
             for m in f.get("members") or []:
                 if m["member_id"].startswith(member):
-                    sub = decode_subscription(bytes.fromhex(m["metadata"]))
-                    m["metadata"] = encode_subscription(replace(sub, version=3, generation_id=generation)).hex()
+                    m["metadata"] = encode_subscription(edit(decode_subscription(bytes.fromhex(m["metadata"])))).hex()
                     edited += 1
-    assert edited == len(generations), f"{member}'s subscriptions edited: {edited}"
     write_jsonl(wire, frames)
+    return edited
+
+
+def _declare_nothing(run: Path, member: str, generation: int) -> None:
+    """In the copy ``run``, ``member``'s subscription in the member list of ``generation`` (what the leader
+    read) declares no owned partitions."""
+    from dataclasses import replace
+
+    def nothing(sub):
+        assert sub.owned_partitions, "the recorded bug: the member declares partitions"
+        return replace(sub, owned_partitions=())
+
+    edited = _rewrite_subscriptions(run, member, (generation,), nothing)
+    assert edited == 1, f"{member}'s subscriptions edited: {edited}"
+
+
+def _declare_generation(run: Path, member: str, generations: tuple[int, ...], generation: int) -> None:
+    """In the copy ``run``, ``member``'s subscription in the JoinGroup answers of ``generations`` (the
+    member list the leader reads) becomes version 3 with ``generation``: the same claims, told with one."""
+    from dataclasses import replace
+
+    edited = _rewrite_subscriptions(run, member, generations,
+                                    lambda sub: replace(sub, version=3, generation_id=generation))
+    assert edited == len(generations), f"{member}'s subscriptions edited: {edited}"
 
 
 def _lead_by(run: Path, generation: int, leader: str) -> None:

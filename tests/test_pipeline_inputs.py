@@ -131,5 +131,7 @@ def test_offsetfetch_frames_are_evidence_for_readers_not_rows():
                         "fetched": [["orders", 7, 127, 0]]}) + "\n"
     old = json.dumps({"ts": 3.0, "member": "m1", "api": "OffsetFetch", "direction": "request",
                       "undecodable": "OffsetFetch v0 is beyond the decodable v1-v10"}) + "\n"
-    rows = decode_wire("r", "/r/wire.jsonl", [_join_request("0001"), fetch, old])
-    assert [r["line"] for r in rows.frames] == [1] and rows.malformed == []
+    old_epoch = json.dumps({"ts": 4.0, "member": "m1", "api": "OffsetForLeaderEpoch", "direction": "response",
+                            "undecodable": "OffsetForLeaderEpoch v1 is beyond the decodable v2-v4"}) + "\n"
+    rows = decode_wire("r", "/r/wire.jsonl", [_join_request("0001"), fetch, old, old_epoch])
+    assert [r["line"] for r in rows.frames] == [1] and rows.malformed == [] and rows.epoch_ends == []

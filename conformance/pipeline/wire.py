@@ -182,7 +182,7 @@ def decode_wire(run: str, file: str, lines: Iterable[str], topic_ids: dict[str, 
             out.malformed.append({"run": run, "file": file, "line": number, "problem": problem})
             continue
         assert f is not None  # read_wire: a record whenever there is no problem
-        if f.get("api") in UNJUDGED_APIS or (f.get("api") == "OffsetForLeaderEpoch" and f.get("undecodable")):
+        if f.get("api") in UNJUDGED_APIS:
             continue
         try:
             rows = WireRows()
@@ -232,7 +232,7 @@ def _heartbeat(base: dict, f: dict, pending: Pending[Any], names: dict[str, str]
 def _decode_frame(run: str, number: int, f: dict, out: WireRows, pending: Pending[Any],
                   names: dict[str, str]) -> None:
     base = {"run": run, "line": number, "ts": float(f["ts"]), "member": f["member"]}
-    if f["api"] == "OffsetForLeaderEpoch":
+    if f["api"] == "OffsetForLeaderEpoch":   # no frame row; an undecodable one carries no epoch_ends
         if f["direction"] == "response":
             out.epoch_ends.extend({**base, "topic": str(topic), "partition": int(partition), "leader_epoch": int(epoch),
                                    "end_offset": int(end), "error_code": int(error)}
