@@ -2,7 +2,8 @@
 or keep their partitions (large ones, config.PIPELINE_ONE_PARTITION_BYTES).
 
 The whole hand-made story catalog (a clean cell, one cell per break, eager, malformed, a bad
-manifest) is judged each way in one call; everything a verdict says must be equal, and both write
+manifest, cut short) is judged each way: one partition by the catalog's shared judge (the one the
+invariant tests read), partitioned here. Everything a verdict says must be equal, and both write
 the same tables.
 """
 
@@ -12,7 +13,7 @@ import pytest
 
 from conformance import config
 from conformance.pipeline.verdicts import judge
-from stories import STORIES, bad_manifest_story, eager_story, malformed_story, write_cell
+from stories import catalog_judge
 
 pytestmark = pytest.mark.slow
 
@@ -23,21 +24,15 @@ def _meaning(verdicts: list[dict]) -> dict:
             for v in verdicts}
 
 
-def test_one_partition_and_partitioned_judging_agree(tmp_path, monkeypatch):
-    runs = tmp_path / "runs"
-    dirs = [write_cell(runs, "clean")]
-    dirs += [write_cell(runs, f"break-{name}", name, scenario=f"break-{name}") for name in STORIES]
-    dirs += [eager_story(runs, "eager-r5", break_r5=True), malformed_story(runs, "malformed"),
-             bad_manifest_story(runs, "bad-manifest")]
-    phases_small: dict = {}
-    small = judge(dirs, tmp_path / "small", phases=phases_small)
+def test_one_partition_and_partitioned_judging_agree(tmp_path_factory, tmp_path, monkeypatch):
+    small = catalog_judge(tmp_path_factory.mktemp("pipeline-catalog"))
     monkeypatch.setattr(config, "PIPELINE_ONE_PARTITION_BYTES", -1)
     phases_staged: dict = {}
-    staged = judge(dirs, tmp_path / "staged", phases=phases_staged)
-    assert phases_small["one_partition"] is True and phases_staged["one_partition"] is False
-    assert _meaning(small) == _meaning(staged)
-    assert {v["verdict"] for v in small} >= {"pass", "fail", "malformed"}   # not a trivially equal pair
-    written = {p.name for p in (tmp_path / "small" / "tables").iterdir()}
+    staged = judge(small.dirs, tmp_path / "staged", phases=phases_staged)
+    assert small.phases["one_partition"] is True and phases_staged["one_partition"] is False
+    assert _meaning(small.verdicts) == _meaning(staged)
+    assert {v["verdict"] for v in small.verdicts} >= {"pass", "fail", "malformed"}   # not a trivially equal pair
+    written = {p.name for p in (small.out / "tables").iterdir()}
     assert written == {p.name for p in (tmp_path / "staged" / "tables").iterdir()}
     assert {"events", "ownership", "generations", "incarnations", "malformed"} <= written
     # Every table holds the same rows either way.
@@ -45,7 +40,7 @@ def test_one_partition_and_partitioned_judging_agree(tmp_path, monkeypatch):
 
     spark = get_session()
     for name in sorted(written):
-        small_df = spark.read.parquet(str(tmp_path / "small" / "tables" / name))
+        small_df = spark.read.parquet(str(small.out / "tables" / name))
         staged_df = spark.read.parquet(str(tmp_path / "staged" / "tables" / name)).select(*small_df.columns)
         assert small_df.schema == staged_df.schema, name
         assert sorted(map(repr, small_df.collect())) == sorted(map(repr, staged_df.collect())), name

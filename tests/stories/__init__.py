@@ -66,7 +66,19 @@ def write_cell(root: Path, run_id: str, name: str | None = None, **kw: Any) -> P
 from stories import cells, consumer, consumption, convergence, delivery, encoding, leadership, revoke  # noqa: E402,F401  (fill STORIES)
 from stories.cells import bad_manifest_story, cut_short_story, eager_story, malformed_story  # noqa: E402
 
-_JUDGED: dict[str, tuple[Path, list[dict]]] = {}
+
+@dataclass(frozen=True)
+class CatalogJudge:
+    """The catalog (:func:`catalog_dirs`) judged once: where the judge wrote (``out``), its verdicts,
+    the run directories it judged and its phases (``one_partition`` among them)."""
+
+    out: Path
+    verdicts: list[dict]
+    dirs: list[Path]
+    phases: dict[str, Any]
+
+
+_JUDGED: dict[str, CatalogJudge] = {}
 
 
 def catalog_dirs(runs: Path) -> list[Path]:
@@ -84,14 +96,23 @@ def catalog_dirs(runs: Path) -> list[Path]:
     return dirs
 
 
-def judged_catalog(root: Path) -> tuple[Path, list[dict]]:
-    """Write every story cell under ``root`` and judge them in one call; (out_dir, verdicts).
+def catalog_judge(root: Path) -> CatalogJudge:
+    """Write every story cell under ``root`` and judge them in one call.
 
-    Cached per process, so that the test modules of one pytest process share one judge call."""
+    Cached per process, so that the test modules of one pytest process share one judge call (the
+    first caller's ``root`` holds it)."""
     if "catalog" not in _JUDGED:
-        from conformance.pipeline import judge
+        from conformance.pipeline.verdicts import judge
 
         runs = root / "runs +1"     # a space and a '+': paths must survive Spark's file URIs
         out = root / "out"
-        _JUDGED["catalog"] = (out, judge(catalog_dirs(runs), out))
+        dirs = catalog_dirs(runs)
+        phases: dict[str, Any] = {}
+        _JUDGED["catalog"] = CatalogJudge(out, judge(dirs, out, phases=phases), dirs, phases)
     return _JUDGED["catalog"]
+
+
+def judged_catalog(root: Path) -> tuple[Path, list[dict]]:
+    """:func:`catalog_judge`'s (out_dir, verdicts)."""
+    judged = catalog_judge(root)
+    return judged.out, judged.verdicts
