@@ -41,9 +41,11 @@ def _run_cell(runs_dir: Path, clients: str, scenario: str = "rolling-restart") -
     return proc.returncode, verdict, reference
 
 
-# The control (no fault) is nightly: in CI, P1's silence on clean real cells is shown by the e2e
-# slice's clean cell and the recorded real runs, all of which must pass every invariant.
-@pytest.mark.parametrize("fault", [pytest.param(None, marks=pytest.mark.nightly), "stall-retained"])
+# Both cells are nightly. In CI, P1's silence on clean real cells is shown by the e2e slice's clean
+# cell and the recorded real runs, all of which must pass every invariant, and P1 failing on this
+# very cell by its recording (tests/test_consumption_recorded.py, stall-retained).
+@pytest.mark.parametrize("fault", [pytest.param(None, marks=pytest.mark.nightly),
+                                   pytest.param("stall-retained", marks=pytest.mark.nightly)])
 def test_stall_retained_fails_p1_with_the_reference_as_culprit(tmp_path, fault) -> None:
     clients = "reference" + (f"/{fault}" if fault else "") + ",java,librdkafka"
     code, verdict, reference = _run_cell(tmp_path / "runs", clients)
