@@ -7,6 +7,9 @@ work directory shows that its executors did the work. The run directories
 and the output live on this machine's filesystem, which the cluster shares
 (a real cluster needs them on a filesystem mounted at the same path
 everywhere; README.md says so).
+
+The report on the cluster is in the nightly tier (a whole ``conformance report`` and a local judge
+of the same cells, over two minutes on 2 cores); CI keeps the cluster's start and the driver test.
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ def standalone(tmp_path_factory):
         yield master, tmp / "work"
 
 
+@pytest.mark.nightly
 def test_report_on_a_standalone_cluster_gives_the_local_verdicts(standalone, tmp_path):
     from conformance.pipeline import judge
 
