@@ -17,7 +17,7 @@ beside m1-java and m2-librdkafka (classic, cooperative-sticky):
   on each kept partition, and D1 on the records nobody consumed, both naming m0 alone; V1 reports
   the runner's drain that timed out, which names no member and so marks no pair.
 
-Both are judged with the session's other recorded runs by one real ``conformance report``
+All three are judged with the session's other recorded runs by one real ``conformance report``
 (tests/recorded.py).
 """
 
