@@ -15,6 +15,10 @@ Guarantees:
   back to the module whose directory it judged.
 - Run ids are unique over everything judged together (the judge keys a run by its id, so two copies
   with one id would be judged as one run): a clash stops the judge and names both copies.
+- Copies whose files are byte for byte the same but for the run id in their manifests (one recorded
+  run unpacked by several modules, unmutated) are judged once: a verdict is a function of a run's
+  files, and names the run only as ``run`` (its id) and by its directory (``run_dir`` and the files
+  of damaged lines), which each copy gets as its own.
 - A module whose ``recorded_copies`` raises gets that error in its own tests; the other modules are
   still judged.
 
@@ -23,6 +27,7 @@ The helpers below are the only unpack, copy and rename code of these modules.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -85,6 +90,7 @@ class Judged:
 
     verdicts: dict[str, dict[str, dict]] = field(default_factory=dict)
     errors: dict[str, BaseException] = field(default_factory=dict)
+    stderr: str = ""      # what the one ``conformance report`` wrote on its standard error
 
     def of(self, module: ModuleType) -> dict[str, dict]:
         """``module``'s verdicts by the names its ``recorded_copies`` gave; re-raises its build error."""
@@ -117,20 +123,63 @@ def judge(modules: list[ModuleType], root: Path) -> Judged:
     _unique_run_ids(owner)
     if not owner:
         return judged
+    same = _same_content(list(owner))
     out = root / "out"
-    done = subprocess.run([sys.executable, "-m", "conformance", "report", "--out", str(out), *map(str, owner)],
+    done = subprocess.run([sys.executable, "-m", "conformance", "report", "--out", str(out), *map(str, same)],
                           capture_output=True, text=True, timeout=JUDGE_TIMEOUT)
     assert done.returncode in (0, 1), done.stderr[-3000:]
+    judged.stderr = done.stderr
     for v in json.loads((out / "pipeline" / "verdicts.json").read_text()):
-        module, name = owner[Path(v["run_dir"]).resolve()]
-        judged.verdicts[module][name] = v
+        judged_dir = Path(v["run_dir"]).resolve()
+        for run in same[judged_dir]:
+            module, name = owner[run]
+            judged.verdicts[module][name] = v if run == judged_dir else _as_copy(v, run)
     return judged
+
+
+def _as_copy(verdict: dict, run: Path) -> dict:
+    """``verdict`` as the judge gives it for ``run``, a copy of the judged run but for its id: the
+    judged run's directory, wherever a path names it, is ``run``'s; ``run`` is ``run``'s id."""
+    judged, mine = json.dumps(verdict["run_dir"])[1:-1], json.dumps(str(run))[1:-1]
+    copied = json.loads(json.dumps(verdict).replace(judged, mine))
+    copied["run"] = _run_id(run)
+    return copied
+
+
+def _run_id(run: Path) -> str:
+    """``run``'s id as the judge takes it: its manifest's, else (an unreadable manifest, a damaged
+    copy's) its directory's name (conformance.pipeline.ingest.stage)."""
+    try:
+        return json.loads((run / "manifest.json").read_text(encoding="utf-8"))["run_id"]
+    except (ValueError, KeyError, TypeError):
+        return run.name
+
+
+def _same_content(runs: list[Path]) -> dict[Path, list[Path]]:
+    """``runs`` grouped by content (every file's path and bytes, the manifest's run id left out):
+    the first of each group, in ``runs``' order, maps to the whole group."""
+    groups: dict[str, list[Path]] = {}
+    for run in runs:
+        digest = hashlib.sha256()
+        for f in sorted(p for p in run.rglob("*") if p.is_file()):
+            data = f.read_bytes()
+            if f == run / "manifest.json":
+                try:
+                    manifest = json.loads(data)
+                    del manifest["run_id"]
+                    data = json.dumps(manifest, sort_keys=True).encode()
+                except (ValueError, KeyError, TypeError):
+                    pass        # a damaged manifest: its bytes as they are
+            digest.update(f"{f.relative_to(run).as_posix()}\0{len(data)}\0".encode())
+            digest.update(data)
+        groups.setdefault(digest.hexdigest(), []).append(run)
+    return {group[0]: group for group in groups.values()}
 
 
 def _unique_run_ids(owner: dict[Path, tuple[str, str]]) -> None:
     seen: dict[str, tuple[str, str]] = {}
     for run, who in owner.items():
-        run_id = json.loads((run / "manifest.json").read_text(encoding="utf-8"))["run_id"]
+        run_id = _run_id(run)
         assert run_id not in seen, (f"copies {seen[run_id]} and {who} have one run id {run_id!r}: the judge "
                                     f"would judge them as one run; give one a suffix (recorded.rename)")
         seen[run_id] = who

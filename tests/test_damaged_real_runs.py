@@ -20,48 +20,44 @@ Every copy's manifest says the producer's rate, as the runner writes it now
 Each must make the invariants that read the damaged input "malformed" for that cell, naming the
 file and line, with no violation; the intact copy keeps its "pass".
 
-They are judged by a real ``conformance report`` (one Spark start for the module), whose stderr
-must carry no Spark ``WARN`` line either (issue #26: Spark's warnings reached the terminal).
+They are judged by a real ``conformance report``, the session's shared judge of recorded runs
+(tests/recorded.py), whose stderr must carry no Spark ``WARN`` line either (issue #26: Spark's
+warnings reached the terminal).
 """
 
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
-import tarfile
 from pathlib import Path
 
 import pytest
 
 from conformance.pipeline.checks import CATALOG
+from recorded import TEST_TIMEOUT, copy_run, read_jsonl, unpack, write_jsonl
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(TEST_TIMEOUT)]
 
 ARCHIVE = (Path(__file__).resolve().parent.parent / "fixtures" / "real-runs"
            / "reference-java-librdkafka--seed-26.tar.xz")
 
 
-def _damage(root: Path, runs: Path) -> dict[str, Path]:
-    """The intact copy and the three damaged copies, by name; also records what was damaged where."""
-    with tarfile.open(ARCHIVE) as tar:
-        tar.extractall(root / "original", filter="data")
-    (src,) = (root / "original").iterdir()
+NAMES = ("intact", "manifest", "truncated", "nonhex", "no-producer", "no-nemesis", "producer-stalled")
+
+
+def recorded_copies(root: Path) -> dict[str, Path]:
+    """The intact copy and the damaged copies, by name (each with a run id of its own)."""
+    src = unpack(ARCHIVE, root / "original")
     dirs = {}
-    for name in ("intact", "manifest", "truncated", "nonhex", "no-producer", "no-nemesis", "producer-stalled"):
-        dirs[name] = runs / name
-        shutil.copytree(src, dirs[name])
+    for name in NAMES:
+        dirs[name] = copy_run(src, root / "runs" / name, f"-{name}")
         manifest = dirs[name] / "manifest.json"
         manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "producer_rate_per_s": 200}))
     (dirs["no-producer"] / "members" / "producer.jsonl").unlink()
     (dirs["no-nemesis"] / "nemesis.jsonl").unlink()
     produced = dirs["producer-stalled"] / "members" / "producer.jsonl"
-    events = [json.loads(line) for line in produced.read_text().splitlines()]
+    events = read_jsonl(produced)
     first = next(e["ts"] for e in events if e["event"] == "produced")
-    kept = [e for e in events if e["event"] != "produced" or e["ts"] < first + 20_000]
-    last_ack = max(i for i, e in enumerate(kept, start=1) if e["event"] == "produced")
-    produced.write_text("".join(json.dumps(e) + "\n" for e in kept))
+    write_jsonl(produced, [e for e in events if e["event"] != "produced" or e["ts"] < first + 20_000])
     manifest = dirs["manifest"] / "manifest.json"
     manifest.write_bytes(manifest.read_bytes()[:300])
     history = dirs["truncated"] / "members" / "m1-java.jsonl"
@@ -72,32 +68,37 @@ def _damage(root: Path, runs: Path) -> dict[str, Path]:
     frames = wire.read_text(encoding="utf-8").splitlines(keepends=True)
     at = next(i for i, f in enumerate(frames)
               if '"member":"m1-java"' in f and '"api":"JoinGroup"' in f and '"direction":"request"' in f)
-    frames[at] = frames[at].replace('"metadata":"', '"metadata":"zz', 1)
+    frames[at] = frames[at].replace('"metadata":"', '"metadata":"' + BAD_HEX, 1)
     wire.write_text("".join(frames), encoding="utf-8")
-    return {**dirs, "_history_lines": len(lines), "_wire_line": at + 1, "_last_ack": last_ack}
+    return dirs
+
+
+#: What the non-hex copy's metadata starts with.
+BAD_HEX = "zz"
+
+
+def _where(dirs: dict[str, Path]) -> dict[str, int]:
+    """Where each damage is, read back from the damaged copies: the truncated history's last line,
+    the non-hex wire line, the stalled producer's last acknowledgement (1-based lines)."""
+    history = (dirs["truncated"] / "members" / "m1-java.jsonl").read_bytes().splitlines()
+    wire = (dirs["nonhex"] / "wire.jsonl").read_text(encoding="utf-8").splitlines()
+    produced = read_jsonl(dirs["producer-stalled"] / "members" / "producer.jsonl")
+    return {"_history_lines": len(history),
+            "_wire_line": next(i for i, f in enumerate(wire, start=1) if f'"metadata":"{BAD_HEX}' in f),
+            "_last_ack": max(i for i, e in enumerate(produced, start=1) if e["event"] == "produced")}
 
 
 @pytest.fixture(scope="module")
-def reported(tmp_path_factory):
-    """(verdicts by copy name, the copies' directories, where the damage is, the report's stderr)."""
-    root = tmp_path_factory.mktemp("damaged")
-    dirs = _damage(root, root / "runs")
-    where = {k: dirs.pop(k) for k in ("_history_lines", "_wire_line", "_last_ack")}
-    proc = subprocess.run([sys.executable, "-m", "conformance", "report", str(root / "runs"), "--out", str(root / "out")],
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    verdicts = json.loads((root / "out" / "pipeline" / "verdicts.json").read_text())
-    by_dir = {Path(v["run_dir"]).name: v for v in verdicts}
-    return by_dir, dirs, where, proc.stderr
+def judged(recorded_verdicts):
+    """(verdicts by copy name, the copies' directories, where the damage is)."""
+    dirs = {name: Path(v["run_dir"]) for name, v in recorded_verdicts.items()}
+    assert set(dirs) == set(NAMES)
+    return recorded_verdicts, dirs, _where(dirs)
 
 
-@pytest.fixture(scope="module")
-def judged(reported):
-    return reported[:3]
-
-
-def test_spark_says_nothing_on_the_terminal_but_errors(reported):
-    stderr = reported[3]
+def test_spark_says_nothing_on_the_terminal_but_errors(judged, recorded_judge):
+    # The judge's stderr is the session's shared report's (this module's copies among its cells).
+    stderr = recorded_judge.stderr
     noise = [line for line in stderr.splitlines()
              if " WARN " in line or "log4j" in line or "Setting default log level" in line]
     assert noise == [], stderr[-3000:]
