@@ -63,6 +63,7 @@ class Score:
     not_applicable: list[tuple[Path, str, str]] = field(default_factory=list)   # (original, mutation, why)
     names: dict[Path, str] = field(default_factory=dict)                 # original -> name to show
     neighbours: list[tuple[Mutant, dict]] = field(default_factory=list)  # (neighbour, its verdict)
+    judged: Path | None = None    # the judge's output directory (its tables), kept when ``work`` was given
 
     def failing_originals(self) -> dict[Path, dict[str, str]]:
         """Original -> {invariant: first messages} of every original that did not pass."""
@@ -184,6 +185,7 @@ def score(paths: list[Path] | None = None, work: Path | None = None) -> Score:
         from conformance.pipeline import judge
 
         verdicts = judge([*originals, *(m.path for m in mutants + neighbours)], work / "judged")
+        result.judged = None if own else work / "judged"
         by_dir = {Path(v["run_dir"]).resolve(): v for v in verdicts if v.get("run_dir")}
         for original in originals:
             result.originals[original] = by_dir[original.resolve()]

@@ -12,14 +12,15 @@ from __future__ import annotations
 import pytest
 
 from conformance.mutate import MUTATIONS
-from conformance.mutation_score import CORPUS, render, score
+from conformance.mutation_score import CORPUS, render
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 @pytest.fixture(scope="module")
-def result(tmp_path_factory: pytest.TempPathFactory):
-    return score([CORPUS], work=tmp_path_factory.mktemp("mutation"))
+def result(mutation_score):
+    """The session's mutation score (tests/conftest.py; the ownership oracle reads its tables too)."""
+    return mutation_score
 
 
 def test_corpus_is_there() -> None:

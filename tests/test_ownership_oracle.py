@@ -2,14 +2,14 @@
 on every recorded real run of fixtures/real-runs/ (real timing, restarts, kills, faults) and on
 the hand-made stories (kills, crashes, members with no name, runs cut short).
 
-One judge call per source (a Spark session per process); every row is compared: member,
+The real runs are read from the session's mutation score (its one judge call over them and their
+mutants); the stories from the story catalog's shared judge. Every row is compared: member,
 incarnation, partition, start, end and why it ended.
 """
 
 from __future__ import annotations
 
 import json
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -17,7 +17,6 @@ import pytest
 from conformance import config, ownership
 from conformance.history import read_history
 from conformance.jsonl import read_records
-from conformance.pipeline import judge
 
 pytestmark = pytest.mark.slow
 
@@ -61,16 +60,15 @@ def _assert_equal(spark: set[tuple], python: set[tuple]) -> None:
         f"only Spark: {sorted(spark - python)[:10]}; only Python: {sorted(python - spark)[:10]}")
 
 
-def test_spark_ownership_equals_the_python_derivation_on_real_runs(tmp_path):
-    assert len(REAL_RUNS) >= 4
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    for archive in REAL_RUNS:
-        with tarfile.open(archive, "r:xz") as tar:
-            tar.extractall(runs, filter="data")
-    dirs = sorted(p for p in runs.iterdir() if (p / "manifest.json").exists())
-    judge(dirs, tmp_path / "out")
-    _assert_equal(_spark_ownership(tmp_path / "out"), set().union(*(_python_ownership(d) for d in dirs)))
+def test_spark_ownership_equals_the_python_derivation_on_real_runs(mutation_score):
+    # The real runs as the session's mutation score judged them (with their mutants, in one call:
+    # runs are judged independently, so only the originals' rows are compared).
+    dirs = sorted(mutation_score.originals)
+    assert len(dirs) == len(REAL_RUNS) >= 4 and mutation_score.judged is not None
+    python = set().union(*(_python_ownership(d) for d in dirs))
+    originals = {row[0] for row in python}
+    assert originals == {d.name for d in dirs}
+    _assert_equal({row for row in _spark_ownership(mutation_score.judged) if row[0] in originals}, python)
 
 
 def test_spark_ownership_equals_the_python_derivation_on_the_stories(tmp_path_factory):
