@@ -8,8 +8,8 @@ that invariant's violations, or nothing when the story is allowed or passes (the
 it says which). The stories sit by family, beside the checks they exercise:
 :mod:`stories.encoding` (E), :mod:`stories.leadership` (L), :mod:`stories.revoke` (R),
 :mod:`stories.delivery` (D), :mod:`stories.consumption` (C), :mod:`stories.convergence` (V1), :mod:`stories.consumer` (K, and
-the classic rules of a consumer group) and :mod:`stories.cells` (eager, cut short, damaged
-inputs). P1's stories are in ``tests/test_pipeline_progress.py``.
+the classic rules of a consumer group), :mod:`stories.progress` (P1: one story's variants, with
+real timing) and :mod:`stories.cells` (eager, cut short, damaged inputs).
 
 Tests import this package as ``stories`` (pytest puts ``tests/`` on ``sys.path``); a bench
 adds ``<repo>/tests`` to ``sys.path`` first.
@@ -65,6 +65,8 @@ def write_cell(root: Path, run_id: str, name: str | None = None, **kw: Any) -> P
 
 from stories import cells, consumer, consumption, convergence, delivery, encoding, leadership, revoke  # noqa: E402,F401  (fill STORIES)
 from stories.cells import bad_manifest_story, cut_short_story, eager_story, malformed_story  # noqa: E402
+from stories.progress import VARIANTS as PROGRESS_VARIANTS  # noqa: E402
+from stories.progress import progress_story  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,8 @@ _JUDGED: dict[str, CatalogJudge] = {}
 
 def catalog_dirs(runs: Path) -> list[Path]:
     """Every story cell under ``runs``: the healthy run ``clean``, ``break-<name>`` per story,
-    the eager pair, the damaged inputs and the three cut-short cells."""
+    the eager pair, the damaged inputs, the three cut-short cells and ``p1-<variant>`` per variant of
+    P1's story."""
     dirs = [write_cell(runs, "clean", scenario="rolling-restart")]
     dirs += [write_cell(runs, f"break-{name}", name, scenario=f"break-{name}") for name in STORIES]
     dirs.append(eager_story(runs, "eager-clean", scenario="upgrade-eager-to-cooperative"))
@@ -93,6 +96,7 @@ def catalog_dirs(runs: Path) -> list[Path]:
     dirs.append(cut_short_story(runs, "cut-short"))
     dirs.append(cut_short_story(runs, "cut-short-ended", ended=True))
     dirs.append(cut_short_story(runs, "cut-short-r2", overlap=True))
+    dirs += [progress_story(runs, f"p1-{variant}", variant) for variant in PROGRESS_VARIANTS]
     return dirs
 
 
