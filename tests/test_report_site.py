@@ -76,7 +76,8 @@ def test_cli_report_finds_manifests_recursively_and_checks(tmp_path):
     write_cell(runs, "c-clean", scenario="crash-restart")
     write_cell(runs, "c-r3", "r3", scenario="crash-restart")
     out = tmp_path / "site"
-    assert main(["report", str(tmp_path / "reports"), "--out", str(out)]) == 0
+    # One judge: --check writes the same report and exits 1, a cell having failed (without --check a
+    # failed cell's report exits 0: tests/test_report_publish.py).
     assert main(["report", str(tmp_path / "reports"), "--out", str(out), "--check"]) == 1
     matrix = json.loads((out / "matrix.json").read_text())
     assert matrix["runs"][0]["run"] == "night-1" and matrix["entries"][0]["status"] == "flaky"
