@@ -63,7 +63,6 @@ class Score:
     not_applicable: list[tuple[Path, str, str]] = field(default_factory=list)   # (original, mutation, why)
     names: dict[Path, str] = field(default_factory=dict)                 # original -> name to show
     neighbours: list[tuple[Mutant, dict]] = field(default_factory=list)  # (neighbour, its verdict)
-    judged: Path | None = None    # the judge's output directory (its tables), kept when ``work`` was given
 
     def failing_originals(self) -> dict[Path, dict[str, str]]:
         """Original -> {invariant: first messages} of every original that did not pass."""
@@ -155,43 +154,65 @@ def _originals(paths: list[Path], into: Path) -> tuple[list[Path], dict[Path, st
     return runs, names
 
 
+@dataclass
+class Built:
+    """Every run one score judges: the originals (each with a name to show) and the mutants and
+    neighbours built from them; what could not be built, and why."""
+
+    originals: list[Path]
+    names: dict[Path, str]
+    mutants: list[Mutant] = field(default_factory=list)
+    neighbours: list[Mutant] = field(default_factory=list)
+    not_applicable: list[tuple[Path, str, str]] = field(default_factory=list)
+
+    def run_dirs(self) -> list[Path]:
+        """The run directories to judge, originals first."""
+        return [*self.originals, *(m.path for m in self.mutants + self.neighbours)]
+
+    def assess(self, verdicts: list[dict]) -> Score:
+        """The score of these runs from their verdicts (a verdict per run directory, by ``run_dir``)."""
+        by_dir = {Path(v["run_dir"]).resolve(): v for v in verdicts if v.get("run_dir")}
+        return Score(originals={o: by_dir[o.resolve()] for o in self.originals},
+                     mutants=[(m, by_dir[m.path.resolve()]) for m in self.mutants],
+                     not_applicable=list(self.not_applicable), names=dict(self.names),
+                     neighbours=[(m, by_dir[m.path.resolve()]) for m in self.neighbours])
+
+
+def build(paths: list[Path] | None, work: Path) -> Built:
+    """Every mutant and neighbour of every original under ``paths`` (default: the corpus), built
+    under ``work``. Raises :class:`UsageError` on bad input."""
+    paths = [Path(p) for p in paths] if paths else [CORPUS]
+    originals, names = _originals(paths, work / "originals")
+    built = Built(originals, names)
+    for k, original in enumerate(originals):
+        try:
+            RunEdit.load(original)
+        except BadRun as exc:
+            raise UsageError(f"mutation-score: cannot read run {names[original]}: {exc}") from None
+        for mutation in MUTATIONS:
+            try:
+                built.mutants.append(mutate(original, mutation, work / "mutants" / f"{k}-{mutation.name}"))
+            except NotApplicable as exc:
+                built.not_applicable.append((original, mutation.name, str(exc)))
+        for neighbour in NEIGHBOURS:
+            try:
+                built.neighbours.append(mutate(original, neighbour, work / "neighbours" / f"{k}-{neighbour.name}"))
+            except NotApplicable as exc:
+                built.not_applicable.append((original, neighbour.name, str(exc)))
+    return built
+
+
 def score(paths: list[Path] | None = None, work: Path | None = None) -> Score:
     """Build every mutant of every original under ``paths`` (default: the corpus) and judge all in one
     judge call; temporary files live under ``work`` (a new temporary directory, removed afterwards,
     when not given). Raises :class:`UsageError` on bad input."""
-    paths = [Path(p) for p in paths] if paths else [CORPUS]
     own = work is None
     work = Path(tempfile.mkdtemp(prefix="conformance-mutation-")) if work is None else Path(work)
     try:
-        originals, names = _originals(paths, work / "originals")
-        result = Score(names=names)
-        mutants: list[Mutant] = []
-        neighbours: list[Mutant] = []
-        for k, original in enumerate(originals):
-            try:
-                RunEdit.load(original)
-            except BadRun as exc:
-                raise UsageError(f"mutation-score: cannot read run {names[original]}: {exc}") from None
-            for mutation in MUTATIONS:
-                try:
-                    mutants.append(mutate(original, mutation, work / "mutants" / f"{k}-{mutation.name}"))
-                except NotApplicable as exc:
-                    result.not_applicable.append((original, mutation.name, str(exc)))
-            for neighbour in NEIGHBOURS:
-                try:
-                    neighbours.append(mutate(original, neighbour, work / "neighbours" / f"{k}-{neighbour.name}"))
-                except NotApplicable as exc:
-                    result.not_applicable.append((original, neighbour.name, str(exc)))
+        built = build(paths, work)
         from conformance.pipeline import judge
 
-        verdicts = judge([*originals, *(m.path for m in mutants + neighbours)], work / "judged")
-        result.judged = None if own else work / "judged"
-        by_dir = {Path(v["run_dir"]).resolve(): v for v in verdicts if v.get("run_dir")}
-        for original in originals:
-            result.originals[original] = by_dir[original.resolve()]
-        result.mutants = [(m, by_dir[m.path.resolve()]) for m in mutants]
-        result.neighbours = [(m, by_dir[m.path.resolve()]) for m in neighbours]
-        return result
+        return built.assess(judge(built.run_dirs(), work / "judged"))
     finally:
         if own:
             shutil.rmtree(work, ignore_errors=True)

@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING, Iterator
+from typing import Iterator
 
 import pytest
 
 import recorded
-
-if TYPE_CHECKING:
-    from conformance.mutation_score import Score
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -98,12 +95,3 @@ def recorded_verdicts(request: pytest.FixtureRequest, recorded_judge: recorded.J
     """This module's verdicts, by the names its ``recorded_copies(root)`` gave its copies."""
     return recorded_judge.of(request.module)
 
-
-@pytest.fixture(scope="session")
-def mutation_score(tmp_path_factory: pytest.TempPathFactory) -> Score:
-    """One mutation score over the real-run corpus (fixtures/real-runs/) a session: the originals,
-    their mutants and neighbours in one judge call, its output (``Score.judged``: verdicts and
-    tables) kept for the session's tests."""
-    from conformance.mutation_score import CORPUS, score
-
-    return score([CORPUS], work=tmp_path_factory.mktemp("mutation"))

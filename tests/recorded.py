@@ -91,6 +91,10 @@ class Judged:
     verdicts: dict[str, dict[str, dict]] = field(default_factory=dict)
     errors: dict[str, BaseException] = field(default_factory=dict)
     stderr: str = ""      # what the one ``conformance report`` wrote on its standard error
+    tables: Path | None = None    # the tables it wrote (conformance.pipeline.ingest.write_tables)
+    #: Each copy's directory -> the run id its rows have in ``tables`` (a copy judged as another
+    #: copy of the same content has that copy's rows).
+    judged_as: dict[Path, str] = field(default_factory=dict)
 
     def of(self, module: ModuleType) -> dict[str, dict]:
         """``module``'s verdicts by the names its ``recorded_copies`` gave; re-raises its build error."""
@@ -128,10 +132,11 @@ def judge(modules: list[ModuleType], root: Path) -> Judged:
     done = subprocess.run([sys.executable, "-m", "conformance", "report", "--out", str(out), *map(str, same)],
                           capture_output=True, text=True, timeout=JUDGE_TIMEOUT)
     assert done.returncode in (0, 1), done.stderr[-3000:]
-    judged.stderr = done.stderr
+    judged.stderr, judged.tables = done.stderr, out / "pipeline" / "tables"
     for v in json.loads((out / "pipeline" / "verdicts.json").read_text()):
         judged_dir = Path(v["run_dir"]).resolve()
         for run in same[judged_dir]:
+            judged.judged_as[run] = v["run"]
             module, name = owner[run]
             judged.verdicts[module][name] = v if run == judged_dir else _as_copy(v, run)
     return judged

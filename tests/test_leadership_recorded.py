@@ -57,6 +57,8 @@ def recorded_copies(root: Path) -> dict[str, Path]:
         tar.extractall(root / "original", filter="data")
     (original,) = (root / "original").iterdir()
     copies = {name: mutate(original, m, root / name).path for name, m in EDITS.items()}
+    for run in copies.values():     # two are the mutation score's mutants of this run: other run ids
+        rename(run, "~leadership")
     # test_client_bugs judges the same recorded run: this copy gets a run id of its own.
     copies["left"] = unpack(LEFT_RUN, root / "left")
     rename(copies["left"], "~leadership")

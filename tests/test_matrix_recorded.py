@@ -24,7 +24,7 @@ import pytest
 
 from conformance.mutate import MUTATIONS, mutate
 from conformance.pipeline.matrix import build_matrix
-from recorded import TEST_TIMEOUT, copy_run, unpack
+from recorded import TEST_TIMEOUT, copy_run, rename, unpack
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(TEST_TIMEOUT)]
 
@@ -44,7 +44,9 @@ def recorded_copies(root: Path) -> dict[str, Path]:
                               root / "runs" / name, f"-attributed-{name}")
     clean = unpack(CLEAN, root / "clean-original")
     dirs["clean"] = copy_run(clean, root / "runs" / "clean", "-attributed")
+    # The mutation score's skipped-revoke mutant of this run, byte for byte: another run id.
     dirs["two-owners"] = mutate(clean, SKIPPED_REVOKE, root / "runs" / "two-owners").path
+    rename(dirs["two-owners"], "-attributed")
     return dirs
 
 

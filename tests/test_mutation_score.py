@@ -3,24 +3,40 @@
 The corpus in fixtures/real-runs/ holds real run directories that pass every
 invariant as recorded; :mod:`conformance.mutate` injects one anomaly class at a
 time into copies of them (real timing kept) and each mutant must fail the
-invariant it names. One judge call over originals and mutants (Spark: tens of
-seconds on two cores).
+invariant it names. Originals, mutants and neighbours are judged in the session's one shared
+judge of recorded runs (tests/recorded.py); ``conformance mutation-score`` judges the same runs
+in a call of its own (mutation_score.score: build, judge, assess).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from conformance.mutate import MUTATIONS
-from conformance.mutation_score import CORPUS, render
+from conformance.mutation_score import CORPUS, Built, Score, build, render
+from recorded import TEST_TIMEOUT
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(TEST_TIMEOUT)]
+
+
+#: What recorded_copies built (one build a session).
+_BUILT: list[Built] = []
+
+
+def recorded_copies(root: Path) -> dict[str, Path]:
+    """The corpus's originals, their mutants and neighbours: judged by the session's shared judge of
+    recorded runs (tests/recorded.py), one judge call over them and every other recorded copy."""
+    built = build([CORPUS], root)
+    _BUILT.append(built)
+    return {str(run): run for run in built.run_dirs()}
 
 
 @pytest.fixture(scope="module")
-def result(mutation_score):
-    """The session's mutation score (tests/conftest.py; the ownership oracle reads its tables too)."""
-    return mutation_score
+def result(recorded_verdicts) -> Score:
+    (built,) = _BUILT
+    return built.assess(list(recorded_verdicts.values()))
 
 
 def test_corpus_is_there() -> None:

@@ -2,8 +2,8 @@
 on every recorded real run of fixtures/real-runs/ (real timing, restarts, kills, faults) and on
 the hand-made stories (kills, crashes, members with no name, runs cut short).
 
-The real runs are read from the session's mutation score (its one judge call over them and their
-mutants); the stories from the story catalog's shared judge. Every row is compared: member,
+The real runs are judged by the session's shared judge of recorded runs (tests/recorded.py), the
+stories by the story catalog's shared judge. Every row is compared: member,
 incarnation, partition, start, end and why it ended.
 """
 
@@ -17,8 +17,9 @@ import pytest
 from conformance import config, ownership
 from conformance.history import read_history
 from conformance.jsonl import read_records
+from recorded import TEST_TIMEOUT, copy_run, unpack
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(TEST_TIMEOUT)]
 
 REAL_RUNS = sorted((config.FIXTURES_DIR / "real-runs").glob("*.tar.xz"))
 
@@ -60,15 +61,24 @@ def _assert_equal(spark: set[tuple], python: set[tuple]) -> None:
         f"only Spark: {sorted(spark - python)[:10]}; only Python: {sorted(python - spark)[:10]}")
 
 
-def test_spark_ownership_equals_the_python_derivation_on_real_runs(mutation_score):
-    # The real runs as the session's mutation score judged them (with their mutants, in one call:
-    # runs are judged independently, so only the originals' rows are compared).
-    dirs = sorted(mutation_score.originals)
-    assert len(dirs) == len(REAL_RUNS) >= 4 and mutation_score.judged is not None
-    python = set().union(*(_python_ownership(d) for d in dirs))
-    originals = {row[0] for row in python}
-    assert originals == {d.name for d in dirs}
-    _assert_equal({row for row in _spark_ownership(mutation_score.judged) if row[0] in originals}, python)
+def recorded_copies(root: Path) -> dict[str, Path]:
+    """Every recorded real run of fixtures/real-runs/, as recorded (the shared judge judges each once)."""
+    return {archive.name: copy_run(unpack(archive, root / "original" / archive.name), root / "runs" / archive.name,
+                                   "-oracle") for archive in REAL_RUNS}
+
+
+def test_spark_ownership_equals_the_python_derivation_on_real_runs(recorded_verdicts, recorded_judge):
+    # The judge's rows of each copy are under the run id it was judged as (another module's copy
+    # of the same run, maybe): the Python rows are labelled with that id.
+    assert len(recorded_verdicts) == len(REAL_RUNS) >= 4 and recorded_judge.tables is not None
+    python: set[tuple] = set()
+    for v in recorded_verdicts.values():
+        run_dir = Path(v["run_dir"])
+        judged_as = recorded_judge.judged_as[run_dir.resolve()]
+        python |= {(judged_as, *row[1:]) for row in _python_ownership(run_dir)}
+    runs = {row[0] for row in python}
+    assert len(runs) == len(REAL_RUNS)
+    _assert_equal({row for row in _spark_ownership(recorded_judge.tables.parent) if row[0] in runs}, python)
 
 
 def test_spark_ownership_equals_the_python_derivation_on_the_stories(tmp_path_factory):
