@@ -89,6 +89,7 @@ def test_shards_deal_every_module_to_exactly_one_shard():
 
 def test_the_readme_states_the_ci_budget():
     readme = " ".join((REPO_ROOT / "README.md").read_text().split())
+    # The budget is stated; whether a run met it is a measurement the README reports, not a claim a test makes.
     assert ("`make test` (what CI runs, `.github/workflows/ci.yml`) is to finish within 30 minutes of tests on a "
-            "fresh clone with a warm cache on a 2-core machine, and does") in readme
+            "fresh clone with a warm cache on a 2-core machine.") in readme
     assert "make test-nightly SHARD=I/4" in readme and "make test-containers" in readme
