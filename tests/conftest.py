@@ -94,4 +94,3 @@ def recorded_judge(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
 def recorded_verdicts(request: pytest.FixtureRequest, recorded_judge: recorded.Judged) -> dict[str, dict]:
     """This module's verdicts, by the names its ``recorded_copies(root)`` gave its copies."""
     return recorded_judge.of(request.module)
-

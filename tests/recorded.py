@@ -13,8 +13,9 @@ Guarantees:
   judges that module's copies only.
 - A module's names are its own: its copies live under ``root/<module>/``, and a verdict is handed
   back to the module whose directory it judged.
-- Run ids are unique over everything judged together (the judge keys a run by its id, so two copies
-  with one id would be judged as one run): a clash stops the judge and names both copies.
+- Run ids are unique over everything judged together (the judge keys a run by its id and tells two
+  copies with one id apart only by an id it makes up, ``id@dir``, which no module's test expects): a
+  clash stops the judge and names both copies.
 - Copies whose files are byte for byte the same but for the run id in their manifests (one recorded
   run unpacked by several modules, unmutated) are judged once: a verdict is a function of a run's
   files, and names the run only as ``run`` (its id) and by its directory (``run_dir`` and the files
@@ -186,5 +187,5 @@ def _unique_run_ids(owner: dict[Path, tuple[str, str]]) -> None:
     for run, who in owner.items():
         run_id = _run_id(run)
         assert run_id not in seen, (f"copies {seen[run_id]} and {who} have one run id {run_id!r}: the judge "
-                                    f"would judge them as one run; give one a suffix (recorded.rename)")
+                                    f"would name one of them by an id of its own; give one a suffix (recorded.rename)")
         seen[run_id] = who
