@@ -39,9 +39,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(TEST_TIMEOUT)]
 
 ARCHIVE = (Path(__file__).resolve().parent.parent / "fixtures" / "real-runs"
            / "reference-java-librdkafka--seed-26.tar.xz")
-
-
 NAMES = ("intact", "manifest", "truncated", "nonhex", "no-producer", "no-nemesis", "producer-stalled")
+#: What the non-hex copy's metadata starts with.
+BAD_HEX = "zz"
 
 
 def recorded_copies(root: Path) -> dict[str, Path]:
@@ -71,10 +71,6 @@ def recorded_copies(root: Path) -> dict[str, Path]:
     frames[at] = frames[at].replace('"metadata":"', '"metadata":"' + BAD_HEX, 1)
     wire.write_text("".join(frames), encoding="utf-8")
     return dirs
-
-
-#: What the non-hex copy's metadata starts with.
-BAD_HEX = "zz"
 
 
 def _where(dirs: dict[str, Path]) -> dict[str, int]:
